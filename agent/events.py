@@ -1,0 +1,178 @@
+"""One frozen dataclass per documented event (spec 002 "Events Reference", spec 004).
+
+``to_dict()`` is the exact wire JSON. The transport adds a ``seq`` number when it
+fans an event out; the dataclasses themselves know nothing about transport.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+
+class _Event:
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamStart(_Event):
+    """Agent processing began; the client blocks input."""
+
+    type: Literal["stream_start"] = "stream_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingDelta(_Event):
+    delta: str
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingEnd(_Event):
+    type: Literal["thinking_end"] = "thinking_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnThinking(_Event):
+    """The whole reasoning block of a tool-calling turn."""
+
+    thinking: str
+    is_subagent: bool = False
+    type: Literal["turn_thinking"] = "turn_thinking"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanReady(_Event):
+    plan: str
+    type: Literal["plan_ready"] = "plan_ready"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolStarted(_Event):
+    tool: str
+    args: dict[str, Any]
+    is_subagent: bool = False
+    type: Literal["tool_started"] = "tool_started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall(_Event):
+    """A tool finished; pairs with the preceding ToolStarted."""
+
+    tool: str
+    args: dict[str, Any]
+    result: str
+    success: bool
+    is_subagent: bool = False
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamDelta(_Event):
+    delta: str
+    type: Literal["stream_delta"] = "stream_delta"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamEnd(_Event):
+    content: str
+    context_tokens: int = 0
+    max_context_tokens: int = 0
+    type: Literal["stream_end"] = "stream_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamStopped(_Event):
+    type: Literal["stream_stopped"] = "stream_stopped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCompressed(_Event):
+    messages_before: int
+    messages_after: int
+    summary: str = ""
+    context_tokens: int = 0
+    max_context_tokens: int = 0
+    type: Literal["context_compressed"] = "context_compressed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileSwitched(_Event):
+    profile_id: str
+    profile_name: str
+    type: Literal["profile_switched"] = "profile_switched"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Error(_Event):
+    message: str
+    type: Literal["error"] = "error"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallUpdate(_Event):
+    session_id: str
+    recall_id: str | None = None
+    call_type: str | None = None
+    trigger_at: str | None = None
+    status: str | None = None
+    action: str | None = None
+    type: Literal["recall_update"] = "recall_update"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat(_Event):
+    type: Literal["heartbeat"] = "heartbeat"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSync(_Event):
+    type: Literal["session_sync"] = "session_sync"
+
+
+AgentEvent = (
+    StreamStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | TurnThinking
+    | PlanReady
+    | ToolStarted
+    | ToolCall
+    | StreamDelta
+    | StreamEnd
+    | StreamStopped
+    | ContextCompressed
+    | ProfileSwitched
+    | Error
+    | RecallUpdate
+    | Heartbeat
+    | SessionSync
+)
+
+EVENT_TYPES: dict[str, type[Any]] = {
+    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    for cls in (
+        StreamStart, ThinkingDelta, ThinkingEnd, TurnThinking, PlanReady, ToolStarted,
+        ToolCall, StreamDelta, StreamEnd, StreamStopped, ContextCompressed,
+        ProfileSwitched, Error, RecallUpdate, Heartbeat, SessionSync,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> AgentEvent:
+    """Inverse of ``to_dict()`` (tests round-trip every event through JSON)."""
+    cls = EVENT_TYPES[data["type"]]
+    return cls(**{k: v for k, v in data.items() if k != "type"})  # type: ignore[no-any-return]
+
+
+def mark_subagent(event: AgentEvent) -> AgentEvent:
+    """The same event with is_subagent=True where the event has that field."""
+    if isinstance(event, (ToolStarted, ToolCall, TurnThinking)):
+        from dataclasses import replace
+
+        return replace(event, is_subagent=True)
+    return event
+
+

@@ -1,0 +1,216 @@
+"""Navi's configuration: the documented variables, read from the environment and `.env`.
+
+Pure Python (no Django): settings.py calls ``load()`` and copies the values into
+Django settings under the same names. An invalid value raises ``ConfigError``
+naming the variable and what is wrong, and start-up stops with that message.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(Exception):
+    """A configuration variable has a value Navi cannot use."""
+
+
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean: use true or false.")
+
+
+def _int(minimum: int | None = None) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a whole number (for example {name}=60).") from None
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"{name}={value} is too small: it must be at least {minimum}.")
+        return value
+
+    return parse
+
+
+def _float(minimum: float, maximum: float | None = None) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number (for example {name}=0.8).") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum}" if maximum is not None else ""
+            raise ConfigError(f"{name}={value} is out of range: it must be at least {minimum}{upper}.")
+        return value
+
+    return parse
+
+
+def _str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _list(name: str, raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _url(*schemes: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip()
+        parsed = urlparse(value)
+        if parsed.scheme not in schemes or not parsed.netloc:
+            raise ConfigError(
+                f"{name}={raw!r} is not a valid URL: expected {' or '.join(schemes)}://host[:port]."
+            )
+        return value.rstrip("/")
+
+    return parse
+
+
+def _level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ConfigError(f"{name}={raw!r} is not a log level: use DEBUG, INFO, WARNING or ERROR.")
+    return value
+
+
+def _choice(*options: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in options:
+            raise ConfigError(f"{name}={raw!r} is not one of: {', '.join(options)}.")
+        return value
+
+    return parse
+
+
+SAFE_TERMINAL_COMMANDS = (
+    "ls,cat,head,tail,wc,grep,find,df,du,free,uptime,date,whoami,uname,ps,pwd,echo,sort,uniq,"
+    "stat,file,git,hostname,id,env,which,diff,md5sum,sha256sum"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    name: str
+    default: str
+    parse: Callable[[str, str], Any]
+    help: str
+
+
+VARIABLES: tuple[Var, ...] = (
+    # LLM
+    Var("OLLAMA_HOST", "http://localhost:11434", _url("http", "https"), "Ollama server URL"),
+    Var("OLLAMA_DEFAULT_MODEL", "gemma4:31b-cloud", _str, "Default model (a profile may override it)"),
+    Var("OLLAMA_NUM_CTX", "65536", _int(512), "Context window size in tokens"),
+    Var("OLLAMA_THINK", "true", _bool, "Ask the model for extended reasoning when it supports it"),
+    Var("OLLAMA_KEEP_ALIVE", "5m", _str, "How long Ollama keeps the model loaded after a request"),
+    Var("OPENAI_BASE_URL", "http://localhost:8080/v1", _url("http", "https"),
+        "Base URL of an OpenAI-compatible server (profiles with llm_backend=openai)"),
+    Var("OPENAI_API_KEY", "", _str, "API key for the OpenAI-compatible server (empty: none sent)"),
+    Var("LLM_STREAM_FIRST_CHUNK_TIMEOUT", "120", _float(0.1), "Max seconds to wait for the first token"),
+    Var("LLM_STREAM_CHUNK_TIMEOUT", "60", _float(0.1), "Max seconds between tokens after the first"),
+    Var("LLM_LOCAL_MODEL_AIDS", "true", _bool,
+        "Default for the per-profile local-model aids (tool calls written as JSON text, repair, repeat guard)"),
+    # Context compression
+    Var("CONTEXT_COMPRESSION_ENABLED", "true", _bool, "Compress old turns when the context fills up"),
+    Var("CONTEXT_COMPRESSION_THRESHOLD", "0.80", _float(0.05, 1.0), "Compress at this fraction of OLLAMA_NUM_CTX"),
+    Var("CONTEXT_KEEP_RECENT", "10", _int(1), "Turns kept verbatim when compressing"),
+    Var("CONTEXT_SUMMARY_TEMPERATURE", "0.3", _float(0.0, 2.0), "Temperature of the summary call"),
+    # Security / sandboxing
+    Var("FS_ALLOWED_PATHS", "", _list,
+        "Comma-separated directories the filesystem tool may use besides the session's own directory; * = no limit"),
+    Var("TERMINAL_ALLOWED_COMMANDS", SAFE_TERMINAL_COMMANDS, _list,
+        "Comma-separated executables the terminal tool may run; * = any"),
+    Var("HTTP_ALLOWED_PRIVATE_HOSTS", "", _list,
+        "Private/LAN hosts or CIDRs http_request/web_view may reach (e.g. homeassistant.local,192.168.1.20)"),
+    Var("SSH_HOSTS_FILE", "ssh_hosts.json", _str, "Named SSH connections (JSON)"),
+    Var("SSH_KNOWN_HOSTS", "~/.ssh/known_hosts", _str, "known_hosts file used to verify SSH host keys"),
+    Var("MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP servers (stdio or streamable HTTP), JSON"),
+    # Persona
+    Var("NAVI_PERSONA", "", _str, "Inline global personality prompt"),
+    Var("NAVI_PERSONA_FILE", "", _str, "Path to a .txt file with the persona (wins over NAVI_PERSONA)"),
+    # Storage and files
+    Var("DATABASE_URL", "", _str, "Database URL: sqlite:///path/navi.db (default: data/navi.db) or postgres://..."),
+    Var("REDIS_URL", "", _str, "Redis URL; set together with a PostgreSQL DATABASE_URL for scale-out mode"),
+    Var("NAVI_DATA_DIR", "data", _str, "Where the SQLite database and other state live"),
+    Var("TOOLS_DIR", "tools", _str, "User tools directory"),
+    Var("SESSION_FILES_DIR", "session_files", _str, "Uploaded files and per-session working directories"),
+    Var("SESSION_FILES_MAX_SIZE_MB", "200", _int(1), "Max upload size per file (MB)"),
+    Var("SESSION_FILES_TTL_HOURS", "24", _int(1), "Uploaded file retention (hours)"),
+    # Memory and recalls
+    Var("MEMORY_IDLE_MINUTES", "30", _int(0), "Sessions idle this long are mined for memory facts"),
+    Var("RECALL_MAX_CONCURRENT", "3", _int(1), "Headless recall runs at once"),
+    Var("RECALL_MIN_INTERVAL_SECONDS", "60", _int(1), "Smallest interval of a recurring recall"),
+    # Server
+    Var("SECRET_KEY", "", _str, "Django secret key (generated into data/secret_key when empty)"),
+    Var("DEBUG", "false", _bool, "Django debug mode (never in production)"),
+    Var("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]", _list, "Host names Navi answers to"),
+    Var("CSRF_TRUSTED_ORIGINS", "", _list, "Extra origins allowed for forms and WebSockets (https://navi.example)"),
+    Var("NAVI_SECURE_COOKIES", "false", _bool, "Send cookies only over HTTPS (set behind a TLS proxy)"),
+    Var("NAVI_HOST", "127.0.0.1", _str, "Address the embedded server listens on"),
+    Var("NAVI_PORT", "8000", _int(1), "Port the embedded server listens on"),
+    Var("WS_DELTA_COALESCE_MS", "30", _int(0), "Merge text deltas within this window (ms); 0 = off"),
+    Var("LOG_LEVEL", "INFO", _level, "DEBUG / INFO / WARNING / ERROR"),
+    Var("LOG_FORMAT", "console", _choice("console", "json"), "console (development) or json"),
+)
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """The variables of a .env file (values there never override the environment)."""
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values
+
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def load(environ: Mapping[str, str] | None = None, dotenv_path: Path | None = None) -> dict[str, Any]:
+    """Parse every variable; raise ConfigError on the first invalid one."""
+    env = dict(read_dotenv(dotenv_path or BASE_DIR / ".env"))
+    env.update(os.environ if environ is None else environ)
+    values: dict[str, Any] = {}
+    for var in VARIABLES:
+        raw = env.get(var.name)
+        values[var.name] = var.parse(var.name, var.default if raw is None else raw)
+    _check_persona_file(values)
+    _check_database_url(values)
+    return values
+
+
+def _check_persona_file(values: dict[str, Any]) -> None:
+    path = values["NAVI_PERSONA_FILE"]
+    if not path:
+        return
+    file = Path(path).expanduser()
+    try:
+        values["NAVI_PERSONA"] = file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"NAVI_PERSONA_FILE={path!r} cannot be read ({exc.strerror or exc}): "
+            "point it at a readable UTF-8 text file or unset it."
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"NAVI_PERSONA_FILE={path!r} is not UTF-8 text.") from None
+
+
+def _check_database_url(values: dict[str, Any]) -> None:
+    url = values["DATABASE_URL"]
+    if not url:
+        return
+    scheme = urlparse(url).scheme
+    if scheme not in {"sqlite", "postgres", "postgresql", "pgsql"}:
+        raise ConfigError(
+            f"DATABASE_URL scheme {scheme!r} is not supported: use sqlite:///path/to/navi.db "
+            "or postgres://user@host:5432/dbname."
+        )

@@ -1,0 +1,68 @@
+"""The tool protocol (spec 002 "Tool Format").
+
+Class-based tools subclass ``Tool`` and return a ``ToolResult``. Module-level
+user tools (``name``, ``description``, ``parameters``, ``async execute(params) -> str``)
+are wrapped into a ``Tool`` by the loader. Tools find "their" session, user and
+profile through the context vars in ``agent.ctx``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """What a tool returns. ``output`` is always a string: the model sees it."""
+
+    success: bool
+    output: str = ""
+    error: str | None = None
+    # Internal hints, e.g. {"is_image": True, "base64": "...", "mime": "image/png"}.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def for_model(self) -> str:
+        """The text the model receives as the tool result."""
+        if self.success:
+            return self.output
+        if self.output:
+            return f"Error: {self.error}\n{self.output}"
+        return f"Error: {self.error}"
+
+
+class ToolError(Exception):
+    """Raised inside a tool: becomes a failed ToolResult the model sees, never a crash."""
+
+
+ToolSource = Literal["builtin", "user", "mcp"]
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    source: ClassVar[ToolSource] = "builtin"
+    # Seconds before the registry gives up on the tool (the tool result says so).
+    timeout: ClassVar[float] = 60.0
+    # Characters of output the model gets; the rest is cut with a note.
+    max_output_chars: ClassVar[int] = 20_000
+    # Staff-only by default (DESIGN.md §6); profiles may change this in the admin.
+    dangerous: ClassVar[bool] = False
+    # Output comes from the outside world (web pages, HTTP bodies, files) and is
+    # marked as untrusted data for the model.
+    untrusted_output: ClassVar[bool] = False
+
+    @abstractmethod
+    async def execute(self, params: dict[str, Any]) -> ToolResult: ...
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON-schema tool definition sent to the model."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
