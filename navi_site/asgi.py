@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP (Django + static files) and WebSocket (Channels)."""
+"""ASGI entry point: HTTP (Django, static files served in-process) and WebSocket (Channels)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,16 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from navi_site.ws_auth import WebSocketAuthStack  # noqa: E402
+from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        # No separate web server is needed in embedded mode: static files come from here.
+        "http": ASGIStaticFilesHandler(django_asgi_app),
+        "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
+    }
+)

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_celery_beat",
+    "navi_site",
     "agent",
     "sessions_app",
     "memory_app",

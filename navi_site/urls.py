@@ -1,6 +1,17 @@
 from django.contrib import admin
 from django.urls import path
 
+from navi_site import views
+from navi_site.api import api
+
+admin.site.site_header = "Navi administration"
+admin.site.site_title = "Navi admin"
+
 urlpatterns = [
+    path("", views.index, name="index"),
+    path("setup/", views.setup, name="setup"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", views.logout_view, name="logout"),
     path("admin/", admin.site.urls),
+    path("", api.urls),
 ]

@@ -1,0 +1,64 @@
+"""AgentProfile: tools, prompt, model and thinking mechanics per domain (spec 002 "Profiles", spec 001 flags)."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+
+def _validate_name_list(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValidationError("Must be a JSON list of non-empty names, e.g. [\"web_search\", \"todo\"].")
+
+
+class AgentProfile(models.Model):
+    class Backend(models.TextChoices):
+        OLLAMA = "ollama", "Ollama"
+        OPENAI = "openai", "OpenAI-compatible"
+
+    id = models.SlugField(primary_key=True, max_length=64, help_text="Identifier used in the API and in sessions.")
+    name = models.CharField(max_length=120)
+    system_prompt = models.TextField(blank=True, help_text="Domain instructions, appended after the persona.")
+    subagent_system_prompt = models.TextField(blank=True, help_text="Prompt for subagents spawned with this profile.")
+    enabled_tools = models.JSONField(default=list, blank=True, validators=[_validate_name_list])
+    subagent_tools = models.JSONField(
+        default=list, blank=True, validators=[_validate_name_list],
+        help_text="Tools of subagents with this profile; empty = enabled_tools.",
+    )
+    model = models.CharField(max_length=200, blank=True, help_text="Model override; empty = OLLAMA_DEFAULT_MODEL.")
+    llm_backend = models.CharField(max_length=32, choices=Backend.choices, default=Backend.OLLAMA)
+    temperature = models.FloatField(default=0.7)
+    max_iterations = models.PositiveIntegerField(default=50)
+    planning_enabled = models.BooleanField(default=False)
+    planning_phase2_enabled = models.BooleanField(default=False)
+    # Thinking mechanics (spec 001 table; defaults as documented).
+    think_enabled = models.BooleanField(default=True)
+    iteration_budget_enabled = models.BooleanField(default=True)
+    goal_anchoring_enabled = models.BooleanField(default=True)
+    goal_anchoring_interval = models.PositiveIntegerField(default=5)
+    anti_stall_enabled = models.BooleanField(default=True)
+    anti_stall_threshold = models.PositiveIntegerField(default=8)
+    step_validation_enabled = models.BooleanField(default=False)
+    adaptive_replan_enabled = models.BooleanField(default=False)
+    subagent_planning_enabled = models.BooleanField(default=False)
+    subagent_timeout_seconds = models.PositiveIntegerField(default=300)
+    scratchpad_sections = models.JSONField(default=list, blank=True, validators=[_validate_name_list])
+    # Local-model aids (tool calls written as JSON text, one repair prompt, repeated-call guard).
+    local_model_aids_enabled = models.BooleanField(default=True)
+    # DESIGN.md §6: terminal, ssh_exec, code_exec, write_tool and filesystem writes are
+    # staff-only unless a profile explicitly opens them to every user.
+    allow_dangerous_tools_for_users = models.BooleanField(default=False)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    def clean(self) -> None:
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValidationError({"temperature": "Temperature must be between 0 and 2."})
+        if self.max_iterations < 1:
+            raise ValidationError({"max_iterations": "At least one iteration is needed."})

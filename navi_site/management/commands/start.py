@@ -1,0 +1,83 @@
+"""`python manage.py start`: run Navi.
+
+Embedded mode (default): one process with the ASGI server, a Celery worker and
+Celery beat, SQLite, in-memory channel layer and broker. Scale-out mode
+(REDIS_URL + PostgreSQL DATABASE_URL): only the ASGI server; run `celery -A
+navi_site worker` and `celery -A navi_site beat` as separate processes (Procfile).
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import structlog
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from navi_site import startup
+
+log = structlog.get_logger(__name__)
+
+
+class Command(BaseCommand):
+    help = "Run Navi (embedded: server + Celery worker + beat in one process)."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--host", default=None, help="Listen address (default NAVI_HOST)")
+        parser.add_argument("--port", type=int, default=None, help="Port (default NAVI_PORT)")
+        parser.add_argument("--no-migrate", action="store_true", help="Do not apply migrations on start")
+        parser.add_argument("--no-worker", action="store_true", help="Embedded mode without worker/beat")
+
+    def handle(self, *args, host: str | None, port: int | None, no_migrate: bool, no_worker: bool, **opts):  # type: ignore[no-untyped-def]
+        host = host or settings.NAVI_HOST
+        port = port or settings.NAVI_PORT
+        try:
+            startup.check_scaleout_config()
+            startup.check_database()
+            startup.check_redis()
+            startup.check_port_free(host, port)
+        except startup.StartupError as exc:
+            raise CommandError(str(exc)) from None
+        if not no_migrate:
+            call_command("migrate", interactive=False, verbosity=0)
+        embedded = None
+        if settings.NAVI_MODE == "embedded" and not no_worker:
+            from navi_site.embedded import EmbeddedCelery
+
+            embedded = EmbeddedCelery()
+            embedded.start()
+        self.stdout.write(f"Navi ({settings.NAVI_MODE} mode) on http://{host}:{port}/ — Ctrl-C to stop.")
+        sys.stdout.flush()
+        try:
+            self._serve(host, port)
+        finally:
+            if embedded is not None:
+                embedded.stop()
+            self.stdout.write("Navi stopped.")
+
+    def _serve(self, host: str, port: int) -> None:
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+
+        from navi_site.asgi import application
+        from sessions_app.bus import register_server_loop
+
+        def ready() -> None:
+            from twisted.internet import reactor
+
+            register_server_loop(asyncio.get_event_loop())
+            for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C and `kill` both stop cleanly
+                signal.signal(sig, lambda *_: reactor.callFromThread(reactor.stop))
+            log.info("server_ready", host=host, port=port)
+
+        Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            ready_callable=ready,
+            websocket_max_message_size=32 * 1024 * 1024,
+            websocket_max_frame_size=32 * 1024 * 1024,
+            application_close_timeout=10,
+            verbosity=0,
+        ).run()

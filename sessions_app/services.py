@@ -1,0 +1,113 @@
+"""Writes to sessions and messages. Every load of a session goes through ``session_access``."""
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agent.models import AgentProfile
+from navi_site.errors import BadRequest, NotFound
+from sessions_app.models import Message, Session
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_PROFILE_ID = "secretary"
+
+
+def session_access(*, user: Any, session_id: str | uuid.UUID) -> Session:
+    """The user's session. Raises NotFound for a malformed id, an unknown id or another user's
+    session alike, so that nobody learns whether somebody else's session exists."""
+    try:
+        sid = session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
+    except ValueError:
+        raise NotFound(f"Session {session_id!s:.60} not found.") from None
+    session = Session.objects.select_related("profile").filter(pk=sid, owner_id=user.pk).first()
+    if session is None:
+        raise NotFound(f"Session {sid} not found.")
+    return session
+
+
+def profile_get(*, profile_id: str) -> AgentProfile:
+    """An active profile. Raises BadRequest naming the available profiles."""
+    profile = AgentProfile.objects.filter(pk=profile_id, is_active=True).first()
+    if profile is None:
+        available = ", ".join(AgentProfile.objects.filter(is_active=True).values_list("id", flat=True))
+        raise BadRequest(f"Unknown profile {profile_id!r}. Available profiles: {available or 'none'}.")
+    return profile
+
+
+def session_create(*, owner: Any, profile_id: str | None = None, title: str = "") -> Session:
+    if profile_id:
+        profile = profile_get(profile_id=profile_id)
+    else:
+        profile = (
+            AgentProfile.objects.filter(pk=DEFAULT_PROFILE_ID, is_active=True).first()
+            or AgentProfile.objects.filter(is_active=True).order_by("id").first()
+        )
+        if profile is None:
+            raise BadRequest("No active profile exists: create one in the admin (/admin/agent/agentprofile/).")
+    session = Session.objects.create(owner=owner, profile=profile, title=title.strip()[:200])
+    log.info("session_created", session_id=str(session.id), profile_id=profile.id)
+    return session
+
+
+def session_update(*, session: Session, title: str | None = None, pinned: bool | None = None) -> Session:
+    fields: list[str] = []
+    if title is not None:
+        title = title.strip()
+        if len(title) > 200:
+            raise BadRequest("The title is too long: use at most 200 characters.")
+        session.title = title
+        fields.append("title")
+    if pinned is not None:
+        session.pinned = pinned
+        fields.append("pinned")
+    if fields:
+        session.save(update_fields=fields)
+    return session
+
+
+def session_files_dir(session_id: str | uuid.UUID) -> Path:
+    """The session's own directory (uploads, tool working files)."""
+    return Path(settings.SESSION_FILES_DIR) / str(session_id)
+
+
+def session_delete(*, session: Session) -> None:
+    """Delete the session, its messages and its files."""
+    sid = session.id
+    session.delete()
+    directory = session_files_dir(sid)
+    if directory.exists():
+        shutil.rmtree(directory, ignore_errors=True)
+    log.info("session_deleted", session_id=str(sid))
+
+
+def message_append(
+    *,
+    session_id: str | uuid.UUID,
+    role: str,
+    content: str | None = None,
+    buffer: str = Message.Buffer.BOTH,
+    **fields: Any,
+) -> Message:
+    """Append one message: O(1) whatever the session's length; earlier rows are not touched.
+
+    The seq comes from a per-session counter bumped in the same transaction, so two
+    writers never get the same number.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Session.objects.filter(pk=session_id).update(next_seq=F("next_seq") + 1, last_active=now)
+        if not updated:
+            raise NotFound(f"Session {session_id} not found (it may have been deleted).")
+        seq = Session.objects.filter(pk=session_id).values_list("next_seq", flat=True).get() - 1
+        return Message.objects.create(
+            session_id=session_id, seq=seq, role=role, content=content, buffer=buffer, created_at=now, **fields
+        )

@@ -1,0 +1,38 @@
+"""Shared fixtures: users, API clients, the live server, WebSocket helpers, the test tiers.
+
+Tiers: the suite runs once embedded (SQLite, in-memory layer/broker) and once
+scale-out (NAVI_TEST_TIER=scaleout: PostgreSQL + Redis, set up by navi.py test).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support.live import *  # noqa: F401,F403 - fixtures
+from tests.support.users import *  # noqa: F401,F403 - fixtures
+
+try:  # the fake LLM servers are fixtures too
+    from tests.fakes.fixtures import *  # noqa: F401,F403
+except ImportError:  # pragma: no cover - while the fakes are being written
+    pass
+
+TIER = os.environ.get("NAVI_TEST_TIER", "embedded")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_scaleout = pytest.mark.skip(reason="scale-out tier only (NAVI_TEST_TIER=scaleout: PostgreSQL + Redis)")
+    skip_embedded = pytest.mark.skip(reason="embedded tier only")
+    for item in items:
+        if "scaleout" in item.keywords and TIER != "scaleout":
+            item.add_marker(skip_scaleout)
+        if "embedded_only" in item.keywords and TIER == "scaleout":
+            item.add_marker(skip_embedded)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_files(settings, tmp_path):
+    """Every test gets its own session-files and tools directories."""
+    settings.SESSION_FILES_DIR = tmp_path / "session_files"
+    settings.SESSION_FILES_DIR.mkdir()
+    yield
