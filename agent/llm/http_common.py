@@ -1,0 +1,166 @@
+"""Plumbing shared by the HTTP backends (Ollama, OpenAI-compatible).
+
+The test network guard, the mapping of transport failures to errors a person
+can act on, bounded reading of error bodies, line splitting of streamed bodies
+and tool-call argument parsing.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import structlog
+
+from agent.llm.base import BackendUnreachable, LLMError, StreamTimeout
+
+log = structlog.get_logger(__name__)
+
+NETWORK_GUARD_ENV = "NAVI_TEST_NETWORK_GUARD"
+MAX_ERROR_BODY = 64 * 1024
+MAX_LINE = 8 * 1024 * 1024  # one NDJSON/SSE line; a base64 image echo is the biggest we expect
+MAX_BODY = 32 * 1024 * 1024  # a whole non-streamed answer
+
+
+def check_network_guard(url: str, *, setting: str) -> None:
+    """Refuse non-loopback hosts while the test suite's guard is on.
+
+    Raises BackendUnreachable. Host names other than ``localhost`` are refused
+    without resolving them: a test must never depend on DNS.
+    """
+    if os.environ.get(NETWORK_GUARD_ENV) != "1":
+        return
+    host = (urlparse(url).hostname or "").strip("[]").lower()
+    if host == "localhost" or _is_loopback_ip(host):
+        return
+    raise BackendUnreachable(
+        f"refusing to connect to {url}: {NETWORK_GUARD_ENV}=1 (test run) allows only loopback hosts; "
+        f"point {setting} at the fake server (127.0.0.1)"
+    )
+
+
+def _is_loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def timeout(connect: float, read: float) -> httpx.Timeout:
+    """Explicit timeouts: ``read`` is only a backstop, the stream guard enforces the real limits."""
+    return httpx.Timeout(connect=connect, read=read, write=connect * 2, pool=connect)
+
+
+def transport_error(exc: httpx.HTTPError, *, url: str, server: str, setting: str) -> LLMError:
+    """Turn an httpx failure into a message naming the URL and what to check."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return BackendUnreachable(
+            f"timed out connecting to the {server} at {url} — is it running and reachable? Check {setting}"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return BackendUnreachable(
+            f"cannot connect to the {server} at {url} ({_reason(exc)}) — is it running? Check {setting}"
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return StreamTimeout(f"the {server} at {url} stopped answering ({type(exc).__name__}); the request was cancelled")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return LLMError(
+            f"the connection to the {server} at {url} broke off in the middle of the answer ({_reason(exc)}); "
+            "the server may have crashed or run out of memory — check its logs"
+        )
+    return LLMError(f"request to the {server} at {url} failed: {_reason(exc)}")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+async def read_error_body(response: httpx.Response) -> str:
+    """The server's error text (``{"error": ...}`` or plain text), at most MAX_ERROR_BODY bytes."""
+    data = bytearray()
+    try:
+        async for piece in response.aiter_bytes():
+            data += piece
+            if len(data) >= MAX_ERROR_BODY:
+                break
+    except httpx.HTTPError:
+        pass
+    return error_text(bytes(data[:MAX_ERROR_BODY]))
+
+
+def error_text(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text[:500]
+    return _error_from_payload(payload) or text[:500]
+
+
+def _error_from_payload(payload: Any) -> str:
+    if not isinstance(payload, dict):
+        return ""
+    err = payload.get("error", payload.get("detail"))
+    if isinstance(err, dict):
+        err = err.get("message") or json.dumps(err)
+    return str(err) if err is not None else ""
+
+
+async def read_body(response: httpx.Response) -> bytes:
+    """A whole response body, refusing more than MAX_BODY bytes."""
+    data = bytearray()
+    async for piece in response.aiter_bytes():
+        data += piece
+        if len(data) > MAX_BODY:
+            raise LLMError(f"the answer from {response.request.url} is larger than {MAX_BODY // 2**20} MB; refused")
+    return bytes(data)
+
+
+async def iter_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """Complete lines of a byte stream, whatever the read boundaries; a last unterminated line too."""
+    buffer = bytearray()
+    async for piece in chunks:
+        buffer += piece
+        while (cut := buffer.find(b"\n")) >= 0:
+            line = bytes(buffer[:cut])
+            del buffer[: cut + 1]
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+        if len(buffer) > MAX_LINE:
+            raise LLMError(f"the model server sent a line longer than {MAX_LINE // 2**20} MB; refused")
+    if buffer.strip():
+        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def parse_arguments(name: str, raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool arguments as a dict, or ``({}, why)`` when they are not a JSON object."""
+    if raw is None or raw == "":
+        return {}, None
+    if isinstance(raw, dict):
+        return raw, None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            return {}, f"the arguments for tool '{name}' are not valid JSON ({exc.msg} at char {exc.pos}): {raw[:200]!r}"
+        if isinstance(value, dict):
+            return value, None
+        raw = value
+    return {}, f"the arguments for tool '{name}' must be a JSON object, got {type(raw).__name__}: {str(raw)[:200]!r}"
+
+
+def mentions_unsupported(error: str, feature: str) -> bool:
+    """Whether a 400 error says the model cannot do ``feature`` ("tools" / "thinking")."""
+    text = error.lower()
+    return f"does not support {feature}" in text or f"doesn't support {feature}" in text or (
+        feature == "thinking" and "does not support think" in text
+    )

@@ -1,0 +1,152 @@
+"""Tool calls written as JSON text: what counts as a call, and what must not."""
+from __future__ import annotations
+
+import pytest
+
+from agent.textcalls import extract_text_tool_calls
+
+KNOWN = {"get_time", "web_search", "filesystem"}
+
+CALLS = [
+    pytest.param('{"name": "get_time", "arguments": {"timezone": "UTC"}}',
+                 [("get_time", {"timezone": "UTC"})], "", id="bare"),
+    pytest.param('  {"name": "get_time", "parameters": {"timezone": "UTC"}}\n',
+                 [("get_time", {"timezone": "UTC"})], "", id="parameters"),
+    pytest.param('{"tool": "web_search", "args": {"query": "navi"}}',
+                 [("web_search", {"query": "navi"})], "", id="tool-args"),
+    pytest.param('{"name": "web_search", "arguments": "{\\"query\\": \\"navi\\"}"}',
+                 [("web_search", {"query": "navi"})], "", id="string-arguments"),
+    pytest.param('{"name": "get_time"}', [("get_time", {})], "", id="no-arguments"),
+    pytest.param('{"type": "function", "function": {"name": "get_time", "arguments": {}}}',
+                 [("get_time", {})], "", id="openai-shape"),
+    pytest.param('[{"name": "get_time", "arguments": {}}, {"name": "web_search", "arguments": {"query": "x"}}]',
+                 [("get_time", {}), ("web_search", {"query": "x"})], "", id="list"),
+    pytest.param('```json\n{"name": "get_time", "arguments": {}}\n```',
+                 [("get_time", {})], "", id="fenced"),
+    pytest.param('```\n{"name": "get_time", "arguments": {}}\n```', [("get_time", {})], "", id="plain-fence"),
+    pytest.param("I'll check the time. {\"name\": \"get_time\", \"arguments\": {}}",
+                 [("get_time", {})], "I'll check the time.", id="prose-then-json"),
+    pytest.param('Let me look that up.\n\n```json\n{"name": "web_search", "arguments": {"query": "weather"}}\n```',
+                 [("web_search", {"query": "weather"})], "Let me look that up.", id="prose-then-fence"),
+    pytest.param('<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>',
+                 [("get_time", {})], "", id="tool-call-tag"),
+    pytest.param('{"name": "get_time", "arguments": {}}\n{"name": "web_search", "arguments": {"query": "q"}}',
+                 [("get_time", {}), ("web_search", {"query": "q"})], "", id="two-bare-objects"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "remaining"), CALLS)
+def test_recognised_calls(text: str, expected: list[tuple[str, dict[str, object]]], remaining: str) -> None:
+    result = extract_text_tool_calls(text, KNOWN)
+    assert [(c.name, c.arguments) for c in result.calls] == expected
+    assert all(c.arguments_error is None and c.id.startswith("call_") for c in result.calls)
+    assert result.remaining_text == remaining
+    assert result.malformed is None and result.unknown_tool is None
+
+
+NOT_CALLS = [
+    pytest.param("The time is 12:00.", id="plain-text"),
+    pytest.param('{"city": "Berlin", "temp": 21}', id="data-object"),
+    pytest.param('{"name": "get_time", "arguments": {}, "result": "12:00"}', id="extra-keys"),
+    pytest.param('{"result": {"name": "get_time", "arguments": {}}}', id="nested-in-data"),
+    pytest.param(
+        "Here is an example of a tool call:\n\n```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```",
+        id="example-fence",
+    ),
+    pytest.param('To call a tool, write e.g. {"name": "get_time", "arguments": {}}', id="eg"),
+    pytest.param(
+        "Tools are called with JSON. For example:\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"x\"}}",
+        id="for-example",
+    ),
+    pytest.param(
+        "Function calling lets a model use tools. The model writes a request and the runtime executes it.\n\n"
+        "It picks a tool by name and passes its arguments as an object.\n\n"
+        "A request then reads:\n\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"x\"}}\n\n"
+        "After that the runtime sends the result back and the model continues its answer with it, which is how "
+        "agents like this one can look things up on the web, read files, and keep track of time zones.",
+        id="paragraphs-around",
+    ),
+    pytest.param(
+        "Sure! Here is a JSON object with a name and arguments, as you asked. I chose a realistic tool name so it "
+        "is easy to read, and I kept the arguments small so you can reuse it in your own test suite without "
+        "changes. The name field holds the function, the arguments field an object of named parameters. "
+        "Everything is standard JSON, so any parser will accept it, and the keys are in the usual order that "
+        "most libraries produce when they serialise such a request.\n\n"
+        "```json\n{\"name\": \"web_search\", \"arguments\": {\"query\": \"cats\"}}\n```",
+        id="long-answer-asked-for-json",
+    ),
+    pytest.param(
+        "In Python you would do this:\n\n```python\nclient.call('get_time')\n```\n\nand the wire message is\n\n"
+        "```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```",
+        id="other-code-fence",
+    ),
+    pytest.param("See [the docs](http://x) and {braces} in text.", id="braces-in-prose"),
+    pytest.param('Here is the JSON you wanted:\n```json\n{"name": "get_time", "arguments": {}}\n```', id="here-is-json"),
+]
+
+
+@pytest.mark.parametrize("text", NOT_CALLS)
+def test_not_calls(text: str) -> None:
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == []
+    assert result.malformed is None and result.unknown_tool is None
+    assert result.remaining_text == text
+
+
+def test_unknown_tool() -> None:
+    text = '{"name": "launch_rocket", "arguments": {"target": "moon"}}'
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == [] and result.unknown_tool == "launch_rocket"
+    assert result.remaining_text == text
+
+
+def test_known_and_unknown_in_one_list() -> None:
+    text = '[{"name": "get_time", "arguments": {}}, {"name": "nope", "arguments": {}}]'
+    result = extract_text_tool_calls(text, KNOWN)
+    assert [c.name for c in result.calls] == ["get_time"] and result.unknown_tool == "nope"
+
+
+def test_bare_name_only_is_not_reported_as_unknown() -> None:
+    assert extract_text_tool_calls('{"name": "Alice"}', KNOWN).unknown_tool is None
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param('{"name": "get_time", "arguments": {"timezone": "UTC"}', "unbalanced braces", id="unbalanced"),
+        pytest.param("```json\n{\"name\": \"web_search\", \"arguments\": {'query': 'x'}}\n```",
+                     "Expecting property name", id="single-quotes-fenced"),
+        pytest.param('Checking. {"name": "get_time", "arguments": {"tz": "UTC",}}', "Expecting", id="trailing-comma"),
+    ],
+)
+def test_malformed_known_call(text: str, problem: str) -> None:
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == []
+    assert result.malformed is not None and problem in result.malformed
+    assert "'get_time'" in result.malformed or "'web_search'" in result.malformed
+    assert result.remaining_text == text
+
+
+def test_malformed_unknown_tool_is_not_reported() -> None:
+    result = extract_text_tool_calls('{"name": "other", "arguments": {', KNOWN)
+    assert result.malformed is None and result.calls == []
+
+
+def test_invalid_string_arguments_become_arguments_error() -> None:
+    result = extract_text_tool_calls('{"name": "get_time", "arguments": "{not json"}', KNOWN)
+    (call,) = result.calls
+    assert call.arguments == {} and "not valid JSON" in (call.arguments_error or "")
+
+
+def test_arguments_of_wrong_type() -> None:
+    (call,) = extract_text_tool_calls('{"name": "get_time", "arguments": [1, 2]}', KNOWN).calls
+    assert call.arguments == {} and "must be a JSON object" in (call.arguments_error or "")
+
+
+def test_short_trailing_text_is_kept() -> None:
+    result = extract_text_tool_calls('{"name": "get_time", "arguments": {}}\nOne moment.', KNOWN)
+    assert [c.name for c in result.calls] == ["get_time"] and result.remaining_text == "One moment."
+
+
+def test_no_known_tools() -> None:
+    assert extract_text_tool_calls('{"name": "get_time", "arguments": {}}', set()).calls == []
