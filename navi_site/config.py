@@ -135,6 +135,11 @@ VARIABLES: tuple[Var, ...] = (
     Var("HTTP_ALLOWED_PRIVATE_HOSTS", "", _list,
         "Private/LAN hosts or CIDRs http_request/web_view may reach (e.g. homeassistant.local,192.168.1.20)"),
     Var("SSH_HOSTS_FILE", "ssh_hosts.json", _str, "Named SSH connections (JSON)"),
+    Var("SSH_IDLE_SECONDS", "300", _float(0.1), "Pooled SSH connections idle this long are closed"),
+    Var("CODE_EXEC_MEMORY_MB", "512", _int(64), "Address-space limit for code_exec programs (MB)"),
+    Var("WEB_SEARCH_BACKEND", "ddgs", _str,
+        "Search backend: ddgs, or a dotted path to a callable (query, max_results) -> list of dicts"),
+    Var("WEB_SEARCH_TIMEOUT", "20", _float(1), "Seconds before a web search gives up"),
     Var("SSH_KNOWN_HOSTS", "~/.ssh/known_hosts", _str, "known_hosts file used to verify SSH host keys"),
     Var("MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP servers (stdio or streamable HTTP), JSON"),
     # Persona
@@ -161,6 +166,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("NAVI_HOST", "127.0.0.1", _str, "Address the embedded server listens on"),
     Var("NAVI_PORT", "8000", _int(1), "Port the embedded server listens on"),
     Var("WS_DELTA_COALESCE_MS", "30", _int(0), "Merge text deltas within this window (ms); 0 = off"),
+    Var("WS_HEARTBEAT_SECONDS", "20", _float(0.05), "Send a heartbeat after this many seconds of silence on a WebSocket"),
+    Var("WS_MAX_MESSAGE_MB", "4", _float(0.01, 30), "Largest WebSocket frame a client may send (MB); bigger ones get an error"),
     Var("LOG_LEVEL", "INFO", _level, "DEBUG / INFO / WARNING / ERROR"),
     Var("LOG_FORMAT", "console", _choice("console", "json"), "console (development) or json"),
 )
@@ -214,3 +221,25 @@ def _check_database_url(values: dict[str, Any]) -> None:
             f"DATABASE_URL scheme {scheme!r} is not supported: use sqlite:///path/to/navi.db "
             "or postgres://user@host:5432/dbname."
         )
+
+
+_SECTIONS = {
+    "OLLAMA_HOST": "LLM", "CONTEXT_COMPRESSION_ENABLED": "Context compression",
+    "FS_ALLOWED_PATHS": "Security / sandboxing", "NAVI_PERSONA": "Persona", "DATABASE_URL": "Storage and files",
+    "MEMORY_IDLE_MINUTES": "Memory and recalls", "SECRET_KEY": "Server", "LOG_LEVEL": "Logging",
+}
+
+
+def render_env_example() -> str:
+    """The text of .env.example (regenerate with `python -m navi_site.config > .env.example`)."""
+    lines = ["# Navi configuration. Copy to .env and edit; the environment wins over this file.",
+             "# Every variable is optional; the value shown is the default."]
+    for var in VARIABLES:
+        if var.name in _SECTIONS:
+            lines += ["", f"# --- {_SECTIONS[var.name]} ---"]
+        lines += [f"# {var.help}", f"{var.name}={var.default}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_env_example(), end="")

@@ -70,8 +70,9 @@ def test_dotenv_is_read_and_environment_wins(tmp_path: Path) -> None:
 
 def test_env_example_lists_every_variable() -> None:
     text = (ROOT / ".env.example").read_text()
-    missing = [v.name for v in config.VARIABLES if f"{v.name}=" not in text]
+    missing = [v.name for v in config.VARIABLES if f"\n{v.name}=" not in text]
     assert missing == []
+    assert text == config.render_env_example(), "regenerate: python -m navi_site.config > .env.example"
 
 
 def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,261 @@
+"""User tools: ``TOOLS_DIR/*.py`` in the module-level format (spec 002 "Tool Format").
+
+Each file is imported as ``navi_user_tools.<stem>``, validated, and wrapped in a
+``Tool`` subclass with ``source = "user"``. A broken file (syntax error, import
+error, exception at import, missing or invalid attribute) is reported as a
+``LoadError`` and skipped, never fatal. Files whose name starts with ``_`` are
+ignored. Unchanged files are not re-imported on reload.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import json
+import re
+import sys
+import types
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from tools_app.base import Tool, ToolError, ToolResult
+
+log = structlog.get_logger(__name__)
+
+PACKAGE = "navi_user_tools"
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+ENABLED_FILE = "enabled.json"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadError:
+    """A user tool file (or enabled.json) that could not be used, and why."""
+
+    file: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadResult:
+    tools: dict[str, Tool] = field(default_factory=dict)
+    errors: list[LoadError] = field(default_factory=list)
+    enabled: list[str] = field(default_factory=list)
+
+
+class UserTool(Tool):
+    """Base of the wrappers the loader builds; ``_func`` is the module's ``execute``."""
+
+    source = "user"
+    _func: Callable[[dict[str, Any]], Any]
+    _file: str
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        func = type(self)._func
+        try:
+            if inspect.iscoroutinefunction(func):
+                value = await func(dict(params))
+            else:  # sync execute: keep the event loop free
+                value = await asyncio.to_thread(func, dict(params))
+                if inspect.isawaitable(value):  # a callable object or partial returning a coroutine
+                    value = await value
+        except ToolError:
+            raise
+        except Exception as exc:  # the documented way for a user tool to fail
+            log.info("user_tool_raised", tool=self.name, file=self._file, error=repr(exc))
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        return _as_result(value)
+
+
+def _as_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(success=True, output=value)
+    if value is None:
+        return ToolResult(success=True, output="")
+    try:
+        return ToolResult(success=True, output=json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return ToolResult(success=True, output=str(value))
+
+
+# --- module import -------------------------------------------------------------
+
+def _ensure_package() -> None:
+    if PACKAGE not in sys.modules:
+        package = types.ModuleType(PACKAGE)
+        package.__path__ = []  # a namespace for the user modules; nothing is importable through it
+        sys.modules[PACKAGE] = package
+
+
+def _import(path: Path) -> types.ModuleType:
+    """Import ``path`` fresh as ``navi_user_tools.<stem>`` (any previous version is dropped first)."""
+    _ensure_package()
+    module_name = f"{PACKAGE}.{path.stem}"
+    sys.modules.pop(module_name, None)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
+def describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --- validation ------------------------------------------------------------------
+
+def validate_name(name: object, reserved: Collection[str]) -> str | None:
+    """Why ``name`` cannot be a user tool name, or None if it can."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return (
+            f"invalid tool name {name!r}: use 2-64 lowercase letters, digits and underscores, "
+            "starting with a letter (e.g. weather_lookup)"
+        )
+    if name.startswith("mcp__"):
+        return f"tool name {name!r} is reserved for MCP tools (mcp__<server>__<tool>)"
+    if name in reserved:
+        return f"tool name {name!r} is a built-in tool and cannot be replaced by a user tool"
+    return None
+
+
+def validate_parameters(parameters: object) -> str | None:
+    """Why ``parameters`` is not a usable JSON schema for tool arguments, or None."""
+    if not isinstance(parameters, dict):
+        return "'parameters' must be a dict (a JSON schema with \"type\": \"object\")"
+    if parameters.get("type") != "object":
+        return "'parameters' must be a JSON schema with \"type\": \"object\" at the top"
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        return f"'parameters' is not a valid JSON schema: {exc.message}"
+    return None
+
+
+def _check_module(module: types.ModuleType, reserved: Collection[str]) -> str | None:
+    missing = [attr for attr in ("name", "description", "parameters", "execute") if not hasattr(module, attr)]
+    if missing:
+        return f"missing module-level {', '.join(missing)} (see the tool format: name, description, parameters, execute)"
+    problem = validate_name(module.name, reserved)
+    if problem:
+        return problem
+    if not isinstance(module.description, str) or not module.description.strip():
+        return "'description' must be a non-empty string"
+    problem = validate_parameters(module.parameters)
+    if problem:
+        return problem
+    if not callable(module.execute):
+        return "'execute' must be a function: async def execute(params: dict) -> str"
+    timeout = getattr(module, "timeout", 60.0)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        return "'timeout' (optional) must be a positive number of seconds"
+    return None
+
+
+def _wrap(module: types.ModuleType, path: Path) -> Tool:
+    attrs: dict[str, Any] = {
+        "name": module.name,
+        "description": module.description.strip(),
+        "parameters": module.parameters,
+        "timeout": float(getattr(module, "timeout", 60.0)),
+        "dangerous": bool(getattr(module, "dangerous", False)),
+        "untrusted_output": bool(getattr(module, "untrusted_output", False)),
+        "_func": staticmethod(module.execute),
+        "_file": path.name,
+        "__module__": module.__name__,
+    }
+    cls = type(f"UserTool_{module.name}", (UserTool,), attrs)
+    return cls()
+
+
+# --- directory loading -------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Cached:
+    stamp: tuple[int, int]
+    tool: Tool
+
+
+class UserToolLoader:
+    """Loads ``tools_dir``; remembers what it imported so a reload re-imports only changed files."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path, _Cached] = {}
+
+    def load(self, tools_dir: Path, *, reserved: Collection[str]) -> LoadResult:
+        errors: list[LoadError] = []
+        result = LoadResult(enabled=read_enabled(tools_dir, errors=errors), errors=errors)
+        files = sorted(tools_dir.glob("*.py")) if tools_dir.is_dir() else []
+        seen: dict[str, str] = {}
+        for path in files:
+            if path.name.startswith("_"):
+                continue
+            tool, error = self._load_file(path, reserved)
+            if error is None and tool is not None and tool.name in seen:
+                error = f"tool name {tool.name!r} is already defined by {seen[tool.name]}"
+            if error is not None or tool is None:
+                result.errors.append(LoadError(file=path.name, error=error or "not loaded"))
+                continue
+            seen[tool.name] = path.name
+            result.tools[tool.name] = tool
+        self._forget_removed(set(files))
+        return result
+
+    def _load_file(self, path: Path, reserved: Collection[str]) -> tuple[Tool | None, str | None]:
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        cached = self._cache.get(path)
+        if cached is not None and cached.stamp == stamp:
+            problem = validate_name(cached.tool.name, reserved)  # builtins may have appeared since
+            return (None, problem) if problem else (cached.tool, None)
+        self._cache.pop(path, None)
+        try:
+            module = _import(path)
+        except BaseException as exc:  # noqa: BLE001 - anything a user file does at import is reported
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            log.warning("user_tool_import_failed", file=path.name, error=describe_exception(exc))
+            return None, describe_exception(exc)
+        problem = _check_module(module, reserved)
+        if problem:
+            return None, problem
+        tool = _wrap(module, path)
+        self._cache[path] = _Cached(stamp=stamp, tool=tool)
+        return tool, None
+
+    def _forget_removed(self, present: set[Path]) -> None:
+        for path in list(self._cache):
+            if path not in present:
+                del self._cache[path]
+                sys.modules.pop(f"{PACKAGE}.{path.stem}", None)
+
+
+def read_enabled(tools_dir: Path, *, errors: list[LoadError]) -> list[str]:
+    """Names in ``enabled.json`` (missing file = none; invalid = none plus an error)."""
+    path = tools_dir / ENABLED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        errors.append(LoadError(file=ENABLED_FILE, error=f"not valid JSON ({exc}); no user tool is enabled"))
+        return []
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        errors.append(LoadError(file=ENABLED_FILE, error="must be a JSON list of tool names; no user tool is enabled"))
+        return []
+    return list(dict.fromkeys(data))
