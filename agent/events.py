@@ -80,7 +80,14 @@ class StreamEnd(_Event):
     content: str
     context_tokens: int = 0
     max_context_tokens: int = 0
+    # Internal: "stop" or "max_iterations" (a recall counts both as success); not on the wire.
+    finish_reason: str = "stop"
     type: Literal["stream_end"] = "stream_end"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("finish_reason")
+        return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

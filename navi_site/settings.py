@@ -115,7 +115,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(DATA_DIR / "test_navi.db")
+# Test databases are per process, so concurrent test runs never share one.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = f"/tmp/navi-test-{os.getpid()}.db"
+else:
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_navi_{os.getpid()}"
 DATABASE_VENDOR = "postgresql" if "postgresql" in DATABASES["default"]["ENGINE"] else "sqlite"
 
 # --- runtime mode: embedded (default) or scale-out (REDIS_URL set) ----------

@@ -1,0 +1,92 @@
+"""The tools that need the agent itself: spawn_agent and switch_profile."""
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from agent import ctx
+from agent.events import ProfileSwitched
+from agent.profiles import ProfileNotFound, aload_profile
+from tools_app.base import Tool, ToolError, ToolResult
+
+
+class SpawnAgentTool(Tool):
+    name = "spawn_agent"
+    description = (
+        "Delegate a bounded subtask (about 3 or more tool calls: research a topic, inspect a server, read "
+        "several files) to a subagent with its own fresh context. It runs to completion and returns its final "
+        "answer; you see its tool calls live. Write `task` as a complete, self-contained instruction: the "
+        "subagent does not see this conversation, so include every name, path, URL and requirement it needs, "
+        "and say what to return. Optional `profile_id` picks the subagent's profile (its tools and prompt); "
+        "default: the current profile. Do not use it for a single tool call — call that tool yourself."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "task": {"type": "string", "minLength": 1, "description": "Complete instruction for the subagent."},
+            "profile_id": {"type": "string", "description": "Profile for the subagent (optional)."},
+        },
+        "required": ["task"],
+        "additionalProperties": False,
+    }
+    timeout = 900.0
+    max_output_chars = 20_000
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        from agent.loop import get_agent
+
+        parent = ctx.current_session_id.get()
+        profile_id = params.get("profile_id") or None
+        if profile_id:
+            try:
+                await aload_profile(profile_id)
+            except ProfileNotFound:
+                raise ToolError(f"unknown profile {profile_id!r}; omit profile_id to use the current one") from None
+        text, ok = await get_agent().run_ephemeral(params["task"], profile_id, parent_session_id=parent)
+        if ctx.current_stop_event.get() is not None and ctx.current_stop_event.get().is_set():  # type: ignore[union-attr]
+            return ToolResult(success=False, error="stopped by the user", output=text)
+        if not ok:
+            return ToolResult(success=False, error="the subagent did not finish (step limit or timeout)", output=text)
+        return ToolResult(success=True, output=text or "(the subagent returned no text)")
+
+
+class SwitchProfileTool(Tool):
+    name = "switch_profile"
+    description = (
+        "Switch this session to another profile when the user's request clearly belongs to its domain "
+        "(e.g. server_admin for server work, smart_home for devices, secretary for research and writing). "
+        "The new profile's prompt and tools apply from your next step on. Do not switch without a reason."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {"profile_id": {"type": "string", "minLength": 1, "description": "Target profile id."}},
+        "required": ["profile_id"],
+        "additionalProperties": False,
+    }
+    timeout = 30.0
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        from agent.loop import get_agent
+
+        session_id = ctx.current_session_id.get()
+        if not session_id or session_id.startswith("subagent_"):
+            raise ToolError("switch_profile works only in a conversation session, not in a subagent")
+        target = params["profile_id"].strip()
+        try:
+            profile = await aload_profile(target)
+        except ProfileNotFound:
+            available = await sync_to_async(_active_ids, thread_sensitive=False)()
+            raise ToolError(f"unknown profile {target!r}; available: {', '.join(available)}") from None
+        await get_agent().store.set_profile(session_id, profile.id)
+        sink = ctx.current_event_sink.get()
+        if sink is not None:
+            sink.put_nowait(ProfileSwitched(profile_id=profile.id, profile_name=profile.name))
+        return ToolResult(success=True, output=f"Switched to profile {profile.name} ({profile.id}).",
+                          metadata={"switched_profile": profile.id})
+
+
+def _active_ids() -> list[str]:
+    from agent.models import AgentProfile
+
+    return list(AgentProfile.objects.filter(is_active=True).values_list("id", flat=True))

@@ -1,0 +1,489 @@
+"""The agent loop: run_stream, run, run_ephemeral (spec 001, spec 003).
+
+Each iteration: (1) stop check, (2) context with iteration budget and goal anchor,
+(3) anti-stall warning, (4) queued re-plan, (5) the streamed LLM call, (6a) no tool
+calls → save, StreamEnd, workers, (6b) tool calls → run each, events, results into
+the context, (7) anti-stall counters and failed steps, (8) profile switch reload.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import structlog
+from django.conf import settings
+
+from agent import ctx
+from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
+from agent.context import ContextBuilder
+from agent.events import (
+    AgentEvent,
+    ContextCompressed,
+    Error,
+    PlanReady,
+    StreamDelta,
+    StreamEnd,
+    StreamStopped,
+    ToolCall,
+    ToolStarted,
+    TurnThinking,
+)
+from agent.hooks import memory_provider
+from agent.llm.base import ChatMessage, LLMBackend, LLMError, ToolCallRequest
+from agent.llm.registry import get_backend
+from agent.mechanics import Mechanics
+from agent.planner import make_plan
+from agent.profiles import ProfileSpec, aload_profile
+from agent.store import SessionNotFound, SessionStore, repair_context
+from agent.stream_guard import iter_stream_guarded
+from agent.streaming import StreamedCall
+from agent.textcalls import extract_text_tool_calls
+from agent.toolrun import ToolOutcome, canonical, execute_with_sink
+from agent.turn import Turn
+
+log = structlog.get_logger(__name__)
+
+SUBAGENT_EXCLUDED = frozenset({"spawn_agent", "switch_profile"})
+SMALL_TALK = re.compile(
+    r"^\s*(hi|hello|hey|hallo|hiya|yo|good (morning|afternoon|evening|night)|thanks?( a lot| you)?|thank you|"
+    r"ok(ay)?|cool|great|nice|bye|goodbye|see you|how are you( doing)?)\b[\s\w]{0,12}[!.,?\s]*$",
+    re.IGNORECASE,
+)
+
+
+class AgentError(Exception):
+    """A turn ended with an error event (run() raises it with the event's message)."""
+
+
+def _max_context() -> int:
+    return int(settings.OLLAMA_NUM_CTX)
+
+
+class Agent:
+    def __init__(self, *, store: SessionStore, builder: ContextBuilder | None = None) -> None:
+        self.store = store
+        self.builder = builder or ContextBuilder()
+
+    # ------------------------------------------------------------------ entry points
+    async def run_stream(
+        self,
+        session_id: str,
+        user_message: str,
+        *,
+        images: Sequence[str] = (),
+        files: Sequence[dict[str, Any]] = (),
+        is_recall: bool = False,
+        stop_event: asyncio.Event | None = None,
+        user_id: int | None = None,
+        user_role: str | None = None,
+        run_id: str | None = None,
+        planning: bool = True,
+    ) -> AsyncIterator[AgentEvent]:
+        """Stream one turn. Ends with StreamEnd (+ ContextCompressed), StreamStopped or Error."""
+        run_id = run_id or uuid.uuid4().hex[:16]
+        stop_event = stop_event or asyncio.Event()
+        saved = ctx.snapshot()
+        structlog.contextvars.bind_contextvars(session_id=str(session_id), run_id=run_id)
+        turn: Turn | None = None
+        try:
+            try:
+                state = await self.store.load(str(session_id))
+            except SessionNotFound as exc:
+                yield Error(message=str(exc))
+                return
+            profile = await aload_profile(state.profile_id)
+            role = user_role or ("staff" if state.owner_is_staff else "user")
+            self._set_context(str(session_id), stop_event, user_id or state.owner_id, role, state.owner_info, profile)
+            content = _with_files(user_message, files)
+            memory = await _memory(user_id or state.owner_id)
+            history = repair_context([m.message for m in state.context])
+
+            async def save(message: ChatMessage, buffer: str) -> None:
+                await self.store.append(str(session_id), message, run_id=run_id, buffer=buffer)
+
+            turn = Turn(session_id=str(session_id), profile=profile, history=history, save=save,
+                        stop_event=stop_event, goal=user_message, memory=memory)
+            await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall))
+            if _compression_due(state.context_token_count):
+                async for ev in self._compress(turn):
+                    yield ev
+            if planning and profile.planning_enabled and not stop_event.is_set():
+                async for ev in self._plan(turn):
+                    yield ev
+            async for ev in self._iterate(turn):
+                yield ev
+            if turn.outcome in ("stop", "max_iterations"):
+                await self.store.set_token_count(turn.session_id, turn.context_tokens)
+                if _compression_due(turn.context_tokens):
+                    async for ev in self._compress(turn):
+                        yield ev
+        except LLMError as exc:
+            log.warning("turn_llm_error", error=str(exc))
+            yield Error(message=str(exc))
+        except Exception as exc:  # a bug: log with context, tell the user, keep the session usable
+            log.exception("turn_failed")
+            if turn is not None:
+                await self.store.mark_interrupted(str(session_id), run_id)
+            yield Error(message=f"Something went wrong inside Navi ({type(exc).__name__}: {exc}). "
+                                "The turn was interrupted; you can send your message again.")
+        finally:
+            structlog.contextvars.unbind_contextvars("session_id", "run_id")
+            ctx.restore(saved)
+
+    async def run(self, session_id: str, user_message: str, **kwargs: Any) -> str:
+        """The whole turn without streaming and without planning; returns the final text."""
+        final = ""
+        async for ev in self.run_stream(session_id, user_message, planning=False, **kwargs):
+            if isinstance(ev, StreamEnd):
+                final = ev.content
+            elif isinstance(ev, Error):
+                raise AgentError(ev.message)
+        return final
+
+    async def run_ephemeral(
+        self,
+        user_message: str,
+        profile_id: str | None = None,
+        *,
+        parent_session_id: str | None = None,
+        timeout: float | None = None,
+    ) -> tuple[str, bool]:
+        """A subagent with an in-memory context. Returns (result_text, completed_normally)."""
+        saved = ctx.snapshot()
+        sink = ctx.current_event_sink.get()
+        stop_event = ctx.current_stop_event.get() or asyncio.Event()
+        try:
+            parent_profile = ctx.current_profile.get()
+            if profile_id:
+                profile = await aload_profile(profile_id)
+            elif parent_session_id and not str(parent_session_id).startswith("subagent_"):
+                profile = await aload_profile((await self.store.load(parent_session_id)).profile_id)
+            elif parent_profile is not None:
+                profile = parent_profile
+            else:
+                raise LLMError("spawn_agent needs a profile_id when there is no parent session.")
+            session_id = parent_session_id or f"subagent_{uuid.uuid4().hex[:12]}"
+            ctx.current_session_id.set(session_id)
+            ctx.current_profile.set(profile)
+            ctx.current_model.set(profile.model or settings.OLLAMA_DEFAULT_MODEL)
+            memory = await _memory(ctx.current_user_id.get())
+            messages: list[ChatMessage] = []
+
+            async def save(message: ChatMessage, buffer: str) -> None:
+                return None
+
+            turn = Turn(session_id=session_id, profile=profile, history=messages, save=save, stop_event=stop_event,
+                        goal=user_message, memory=memory, emit=False, subagent=True, persistent=False,
+                        excluded_tools=SUBAGENT_EXCLUDED)
+            await turn.add(ChatMessage(role="user", content=user_message))
+            limit = timeout or float(profile.subagent_timeout_seconds)
+            try:
+                async with asyncio.timeout(limit):
+                    if profile.subagent_planning_enabled:
+                        async for ev in self._plan(turn):
+                            _forward(sink, ev)
+                    async for ev in self._iterate(turn):
+                        _forward(sink, ev)
+            except TimeoutError:
+                return (f"The subagent did not finish within {limit:.0f} s. {turn.final_text}".strip(), False)
+            return turn.final_text, turn.outcome == "stop"
+        finally:
+            ctx.restore(saved)
+
+    # ------------------------------------------------------------------ pieces
+    def _set_context(self, session_id: str, stop_event: asyncio.Event, user_id: int | None, role: str,
+                     info: dict[str, Any], profile: ProfileSpec) -> None:
+        ctx.current_session_id.set(session_id)
+        ctx.current_stop_event.set(stop_event)
+        ctx.current_user_id.set(user_id)
+        ctx.current_user_role.set(role)
+        ctx.current_user_info.set(info)
+        ctx.current_profile.set(profile)
+        ctx.current_model.set(profile.model or settings.OLLAMA_DEFAULT_MODEL)
+
+    async def _plan(self, turn: Turn) -> AsyncIterator[AgentEvent]:
+        from tools_app.registry import aget_registry
+
+        registry = await aget_registry()
+        profile = turn.profile
+        plan = await make_plan(
+            get_backend(profile.llm_backend), model=_model(profile), request=turn.goal, history=turn.history,
+            tools=self._tool_names(registry, turn), profiles=await _profile_ids(), num_ctx=_max_context(),
+            phase2_enabled=profile.planning_phase2_enabled,
+        )
+        if plan is None:
+            return
+        await turn.add(ChatMessage(role="assistant", content=plan.text, is_plan=True))
+        yield PlanReady(plan=plan.text)
+        _set_todo(turn.session_id, list(plan.steps))
+
+    def _tool_names(self, registry: Any, turn: Turn) -> list[str]:
+        wanted = turn.profile.subagent_tools or turn.profile.enabled_tools if turn.subagent else turn.profile.enabled_tools
+        return [n for n in registry.tools_for_profile(wanted) if n not in turn.excluded_tools and registry.can_use(n)]
+
+    async def _iterate(self, turn: Turn) -> AsyncIterator[AgentEvent]:
+        from tools_app.registry import aget_registry
+
+        registry = await aget_registry()
+        mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
+        aids = turn.profile.local_model_aids_enabled
+        previous_calls: set[tuple[str, str]] = set()
+        repaired = told_unknown = False
+        force_answer = bool(aids and SMALL_TALK.match(turn.goal or ""))
+        repeats = 0
+        for iteration in range(1, turn.profile.max_iterations + 1):
+            if turn.stop_event.is_set():
+                turn.outcome = "stopped"
+                yield StreamStopped()
+                return
+            names = [] if force_answer else self._tool_names(registry, turn)
+            messages = self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
+            call = StreamedCall(self._stream(turn, messages, registry.schemas(names)), emit=turn.emit,
+                                holdback=aids and bool(names))
+            async for ev in call.events():
+                yield ev
+            turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
+            if turn.stop_event.is_set():
+                async for ev in self._stopped(turn, call):
+                    yield ev
+                return
+            tool_calls = list(call.tool_calls)
+            content = call.text
+            if not tool_calls and aids and names:
+                found = extract_text_tool_calls(call.text, set(names))
+                if found.calls:
+                    tool_calls, content = found.calls, found.remaining_text
+                elif found.malformed or (found.unknown_tool and not told_unknown):
+                    note = _repair_note(found.malformed, found.unknown_tool, names, repaired)
+                    repaired = repaired or bool(found.malformed)
+                    told_unknown = told_unknown or bool(found.unknown_tool)
+                    force_answer = force_answer or note.startswith("The tool call failed again")
+                    await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
+                    await turn.add(ChatMessage(role="user", content=note, metadata={"synthetic": True}), buffer="context")
+                    continue
+            if not tool_calls:
+                for ev in call.finish_events(is_tool_turn=False):
+                    yield ev
+                turn.final_text = content.strip() if content else ""
+                await turn.add(ChatMessage(role="assistant", content=turn.final_text, thinking=call.thinking or None))
+                if turn.emit:
+                    yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
+                                    max_context_tokens=_max_context())
+                return
+            if call.thinking:
+                yield TurnThinking(thinking=call.thinking)
+            await turn.add(ChatMessage(role="assistant", content=content or None, tool_calls=tuple(tool_calls),
+                                       thinking=call.thinking or None))
+            current = {canonical(c) for c in tool_calls}
+            repeated = False
+            for tc in tool_calls:
+                if turn.stop_event.is_set():
+                    await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
+                                               content="Error: stopped by the user before this tool ran."))
+                    continue
+                blocked = aids and canonical(tc) in previous_calls
+                repeated = repeated or blocked
+                async for ev in self._run_tool(turn, registry, tc, set(names), blocked=blocked):
+                    yield ev
+            previous_calls = current
+            repeats = repeats + 1 if repeated else 0
+            force_answer = repeats >= 2
+            if turn.stop_event.is_set():
+                turn.outcome = "stopped"
+                yield StreamStopped()
+                return
+            mech.after_iteration(_read_todo(turn.session_id))
+            if turn.profile_switched_to:
+                turn.profile = await aload_profile(turn.profile_switched_to)
+                ctx.current_profile.set(turn.profile)
+                self.builder.invalidate(turn.profile.id)
+                turn.profile_switched_to = None
+        async for ev in self._max_iterations(turn):
+            yield ev
+
+    def _context(self, turn: Turn) -> list[ChatMessage]:
+        return self.builder.build(profile=turn.profile, persona=settings.NAVI_PERSONA, memory=turn.memory,
+                                  history=turn.history, subagent=turn.subagent)
+
+    def _stream(self, turn: Turn, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
+        profile = turn.profile
+        backend: LLMBackend = get_backend(profile.llm_backend)
+        gen = backend.stream_complete(
+            messages, model=_model(profile), tools=tools or None,
+            think=bool(profile.think_enabled and settings.OLLAMA_THINK),
+            temperature=profile.temperature, num_ctx=_max_context(),
+        )
+        return iter_stream_guarded(
+            gen, stop_event=turn.stop_event,
+            first_chunk_timeout=float(settings.LLM_STREAM_FIRST_CHUNK_TIMEOUT),
+            chunk_timeout=float(settings.LLM_STREAM_CHUNK_TIMEOUT),
+            poll_interval=float(getattr(settings, "LLM_STREAM_POLL_INTERVAL", 1.0)),
+        )
+
+    async def _run_tool(self, turn: Turn, registry: Any, tc: ToolCallRequest, allowed: set[str],
+                        *, blocked: bool) -> AsyncIterator[AgentEvent]:
+        yield ToolStarted(tool=tc.name, args=tc.arguments)
+        if blocked:
+            outcome = ToolOutcome(success=False, metadata={}, text=(
+                f"Not run: you already called {tc.name} with exactly these arguments in the previous step. "
+                "Its result is above — use it to answer the user instead of calling the tool again."))
+        elif tc.arguments_error:
+            outcome = ToolOutcome(success=False, metadata={}, text=(
+                f"Error: the arguments for {tc.name} were not valid: {tc.arguments_error}. "
+                "Call the tool again with a JSON object of arguments."))
+        else:
+            outcome = ToolOutcome(success=False, text="Error: the tool returned nothing.", metadata={})
+            async for item in execute_with_sink(registry, tc, allowed=allowed, stop_event=turn.stop_event):
+                if isinstance(item, ToolOutcome):
+                    outcome = item
+                else:
+                    yield item
+        yield ToolCall(tool=tc.name, args=tc.arguments, result=outcome.text, success=outcome.success)
+        meta = {k: v for k, v in outcome.metadata.items() if k != "base64"}
+        await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name, content=outcome.text, metadata=meta))
+        if outcome.metadata.get("is_image") and outcome.metadata.get("base64"):
+            # The image reaches the model as a synthetic user message in the context only.
+            await turn.add(ChatMessage(role="user", content=f"[Image loaded by {tc.name}]",
+                                       images=(outcome.metadata["base64"],), metadata={"synthetic": True}),
+                           buffer="context")
+        if outcome.metadata.get("switched_profile"):
+            turn.profile_switched_to = str(outcome.metadata["switched_profile"])
+
+    async def _stopped(self, turn: Turn, call: StreamedCall) -> AsyncIterator[AgentEvent]:
+        turn.outcome = "stopped"
+        partial = call.streamed_text.strip()
+        if partial:
+            turn.final_text = partial
+            await turn.add(ChatMessage(role="assistant", content=partial, thinking=call.thinking or None,
+                                       metadata={"stopped": True}))
+        if turn.emit:
+            yield StreamStopped()
+
+    async def _max_iterations(self, turn: Turn) -> AsyncIterator[AgentEvent]:
+        n = turn.profile.max_iterations
+        turn.outcome = "max_iterations"
+        turn.final_text = (
+            f"I stopped after {n} steps: that is this profile's limit (max_iterations = {n}) and the task is not "
+            "finished yet. Tell me to continue, or raise the limit for this profile in the admin."
+        )
+        await turn.add(ChatMessage(role="assistant", content=turn.final_text, metadata={"max_iterations": True}))
+        if turn.emit:
+            yield StreamDelta(delta=turn.final_text)
+            yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
+                            max_context_tokens=_max_context(), finish_reason="max_iterations")
+
+    async def _compress(self, turn: Turn) -> AsyncIterator[AgentEvent]:
+        if not settings.CONTEXT_COMPRESSION_ENABLED or not turn.persistent:
+            return
+        state = await self.store.load(turn.session_id)
+        split = split_turns(state.context, int(settings.CONTEXT_KEEP_RECENT))
+        if not split.old:
+            return
+        text = format_old(split.old)
+        profile = turn.profile
+        summary = await summarise(get_backend(profile.llm_backend), model=_model(profile), text=text,
+                                  temperature=float(settings.CONTEXT_SUMMARY_TEMPERATURE), num_ctx=_max_context())
+        if not summary:
+            return
+        message = summary_message(summary)
+        await self.store.compress(turn.session_id, removed=[m.seq for m in split.old], summary=message)
+        turn.history[:] = [message, *repair_context([m.message for m in split.recent])]
+        turn.context_tokens = 0
+        yield ContextCompressed(messages_before=len(state.context), messages_after=1 + len(split.recent),
+                                summary=summary, context_tokens=0, max_context_tokens=_max_context())
+
+
+# ---------------------------------------------------------------------- helpers
+def _model(profile: ProfileSpec) -> str:
+    return profile.model or str(settings.OLLAMA_DEFAULT_MODEL)
+
+
+def _compression_due(tokens: int) -> bool:
+    return bool(settings.CONTEXT_COMPRESSION_ENABLED) and should_compress(
+        tokens, _max_context(), float(settings.CONTEXT_COMPRESSION_THRESHOLD))
+
+
+def _with_files(text: str, files: Sequence[dict[str, Any]]) -> str:
+    if not files:
+        return text
+    listing = "\n".join(f"- {f.get('name', '?')} ({f.get('path', '')})" for f in files)
+    return f"{text}\n\n[Attached files, readable with the filesystem tool:]\n{listing}"
+
+
+async def _memory(user_id: int | None) -> str | None:
+    provider = memory_provider()
+    if provider is None or user_id is None:
+        return None
+    try:
+        return await provider.summary_for(user_id)
+    except Exception:  # memory is a nicety: never fail a turn because of it
+        log.exception("memory_summary_failed")
+        return None
+
+
+async def _profile_ids() -> list[str]:
+    from asgiref.sync import sync_to_async
+
+    from agent.models import AgentProfile
+
+    return await sync_to_async(lambda: list(AgentProfile.objects.filter(is_active=True).values_list("id", flat=True)),
+                               thread_sensitive=False)()
+
+
+def _read_todo(session_id: str) -> list[dict[str, Any]]:
+    from tools_app.builtins_meta import read_todo
+
+    try:
+        return read_todo(session_id)
+    except Exception:  # noqa: BLE001 - a broken todo file must not break the turn
+        return []
+
+
+def _set_todo(session_id: str, steps: list[str]) -> None:
+    from tools_app.builtins_meta import set_todo
+
+    try:
+        set_todo(session_id, steps)
+    except Exception:  # noqa: BLE001
+        log.warning("todo_autopopulate_failed")
+
+
+def _repair_note(malformed: str | None, unknown: str | None, names: list[str], repaired: bool) -> str:
+    if malformed and repaired:
+        return ("The tool call failed again: it still could not be parsed, so no tool was run. "
+                "Answer the user now without the tool, and say what you could not do.")
+    if malformed:
+        return (f"Your tool call could not be parsed: {malformed} Reply with only one JSON object of the form "
+                '{"name": "<tool>", "arguments": {...}} and nothing else.')
+    return (f"There is no tool named {unknown!r}. Available tools: {', '.join(names)}. "
+            "Use one of them, or answer the user directly.")
+
+
+def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:
+    if sink is not None:
+        sink.put_nowait(event)
+
+
+_agent: Agent | None = None
+
+
+def get_agent() -> Agent:
+    """The process-wide agent, wired to the Django session store."""
+    global _agent
+    if _agent is None:
+        from sessions_app.store import DjangoSessionStore
+
+        _agent = Agent(store=DjangoSessionStore())
+        try:
+            from tools_app.registry import get_registry
+
+            get_registry().on_reload(_agent.builder.invalidate)
+        except Exception:  # noqa: BLE001
+            log.warning("context_cache_hook_failed")
+    return _agent
+
+
+__all__ = ["Agent", "AgentError", "get_agent"]

@@ -1,0 +1,60 @@
+"""ProfileSpec: an immutable snapshot of an AgentProfile for one run."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from asgiref.sync import sync_to_async
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileSpec:
+    id: str
+    name: str
+    system_prompt: str = ""
+    subagent_system_prompt: str = ""
+    enabled_tools: tuple[str, ...] = ()
+    subagent_tools: tuple[str, ...] = ()
+    model: str = ""
+    llm_backend: str = "ollama"
+    temperature: float = 0.7
+    max_iterations: int = 50
+    planning_enabled: bool = False
+    planning_phase2_enabled: bool = False
+    think_enabled: bool = True
+    iteration_budget_enabled: bool = True
+    goal_anchoring_enabled: bool = True
+    goal_anchoring_interval: int = 5
+    anti_stall_enabled: bool = True
+    anti_stall_threshold: int = 8
+    step_validation_enabled: bool = False
+    adaptive_replan_enabled: bool = False
+    subagent_planning_enabled: bool = False
+    subagent_timeout_seconds: int = 300
+    scratchpad_sections: tuple[str, ...] = ()
+    local_model_aids_enabled: bool = True
+    allow_dangerous_tools_for_users: bool = False
+
+    @classmethod
+    def from_model(cls, obj: object) -> ProfileSpec:
+        values = {}
+        for f in fields(cls):
+            value = getattr(obj, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+
+class ProfileNotFound(LookupError):
+    pass
+
+
+def load_profile(profile_id: str) -> ProfileSpec:
+    """Read a profile from the database. Raises ProfileNotFound."""
+    from agent.models import AgentProfile
+
+    obj = AgentProfile.objects.filter(pk=profile_id).first()
+    if obj is None:
+        raise ProfileNotFound(f"Profile {profile_id!r} does not exist.")
+    return ProfileSpec.from_model(obj)
+
+
+aload_profile = sync_to_async(load_profile, thread_sensitive=False)

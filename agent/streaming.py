@@ -1,0 +1,135 @@
+"""One streamed LLM call turned into agent events.
+
+Thinking is buffered until the call shows what kind of iteration it is: when the
+answer text starts, the buffered thinking is emitted as ``thinking_delta`` events
+and ``thinking_end``, then the text streams live as ``stream_delta``; when the
+model calls tools, the loop emits the whole reasoning as one ``turn_thinking``
+(spec 002 "Typical Event Sequences").
+
+With the local-model aids on, text that looks like the start of a tool call
+written as JSON (``{"name": …``, a ```json fence, ``<tool_call>``) is held back
+until the end of the stream, so the user never sees raw call JSON when it turns
+out to be a call.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from agent.events import AgentEvent, StreamDelta, ThinkingDelta, ThinkingEnd
+from agent.llm.base import StreamChunk, ToolCallRequest
+
+# Where a call written as text may begin.
+_CALL_START = re.compile(
+    r'\{\s*"(?:name|tool|tool_name|function|type)"\s*:|<tool_call>|```[ \t]*(?:json|tool_call|tool|tool_code)?[ \t]*\n\s*[\[{]'
+)
+# Text kept back at the end while streaming, in case a call opener straddles two deltas.
+_TAIL = 24
+
+
+class StreamedCall:
+    def __init__(self, chunks: AsyncIterator[StreamChunk], *, emit: bool, holdback: bool) -> None:
+        self._chunks = chunks
+        self._emit = emit
+        self._holdback = holdback
+        self.text = ""
+        self.thinking = ""
+        self.tool_calls: list[ToolCallRequest] = []
+        self.done_reason: str | None = None
+        self.prompt_tokens: int | None = None
+        self.eval_tokens: int | None = None
+        self._pending_thinking: list[str] = []
+        self._thinking_closed = False
+        self._emitted = 0
+        self._locked = False
+        self.streamed_text = ""
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        async for chunk in self._chunks:
+            if chunk.kind == "thinking" and chunk.text:
+                self.thinking += chunk.text
+                if not self._thinking_closed:
+                    self._pending_thinking.append(chunk.text)
+            elif chunk.kind == "text" and chunk.text:
+                for ev in self._close_thinking():
+                    yield ev
+                self.text += chunk.text
+                for ev in self._text_events(final=False):
+                    yield ev
+            elif chunk.kind == "tool_calls":
+                self.tool_calls.extend(chunk.tool_calls)
+            elif chunk.kind == "done":
+                self.done_reason = chunk.done_reason
+                self.prompt_tokens = chunk.prompt_eval_count
+                self.eval_tokens = chunk.eval_count
+
+    def finish_events(self, *, is_tool_turn: bool) -> list[AgentEvent]:
+        """Events owed at the end of the stream (held text, unflushed thinking)."""
+        if is_tool_turn:
+            return []
+        out = self._close_thinking()
+        out.extend(self._text_events(final=True))
+        return out
+
+    def held_text(self) -> str:
+        return self.text[self._emitted:]
+
+    def _close_thinking(self) -> list[AgentEvent]:
+        if self._thinking_closed:
+            return []
+        self._thinking_closed = True
+        if not self._emit or not self._pending_thinking:
+            self._pending_thinking = []
+            return []
+        out: list[AgentEvent] = [ThinkingDelta(delta=d) for d in self._pending_thinking]
+        out.append(ThinkingEnd())
+        self._pending_thinking = []
+        return out
+
+    def _text_events(self, *, final: bool) -> list[AgentEvent]:
+        if not self._emit:
+            return []
+        end = self._safe_end(final)
+        if end <= self._emitted:
+            return []
+        delta = self.text[self._emitted:end]
+        self._emitted = end
+        self.streamed_text += delta
+        return [StreamDelta(delta=delta)]
+
+    def _safe_end(self, final: bool) -> int:
+        text = self.text
+        if not self._holdback or final:
+            return len(text)
+        if self._locked:
+            return self._emitted
+        if self._emitted == 0:
+            decision = _opening(text.lstrip())
+            if decision == "lock":
+                self._locked = True
+                return 0
+            if decision == "wait":
+                return 0
+        match = _CALL_START.search(text, max(0, self._emitted - _TAIL))
+        if match is not None:
+            self._locked = True
+            return max(self._emitted, match.start())
+        return max(self._emitted, len(text) - _TAIL)
+
+
+def _opening(stripped: str) -> str:
+    """How to treat the start of an answer: "lock" (looks like a call), "wait" or "stream"."""
+    if not stripped:
+        return "wait"
+    if stripped[0] == "{" or stripped.startswith("<tool_call>"):
+        return "lock"
+    if stripped[0] == "[":
+        rest = stripped[1:].lstrip()
+        return "wait" if not rest else "lock" if rest[0] == "{" else "stream"
+    if stripped.startswith("```"):
+        if "\n" not in stripped:
+            return "wait"
+        return "lock" if _CALL_START.match(stripped) else "stream"
+    if len(stripped) < len("<tool_call>") and "<tool_call>".startswith(stripped):
+        return "wait"
+    return "stream"
