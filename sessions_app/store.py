@@ -1,0 +1,101 @@
+"""The Django implementation of agent.store.SessionStore."""
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from agent.llm.base import ChatMessage, ToolCallRequest
+from agent.store import SessionNotFound, SessionState, StoredMessage
+from sessions_app import services
+from sessions_app.models import Message, Session
+from sessions_app.selectors import context_messages
+
+
+def to_chat(row: Message) -> ChatMessage:
+    return ChatMessage(
+        role=row.role,  # type: ignore[arg-type]
+        content=row.content,
+        images=tuple(row.images or ()),
+        tool_calls=tuple(
+            ToolCallRequest(id=c.get("id", ""), name=c.get("name", ""), arguments=c.get("arguments") or {})
+            for c in (row.tool_calls or ())
+        ),
+        tool_call_id=row.tool_call_id or None,
+        name=row.name or None,
+        thinking=row.thinking,
+        is_plan=row.is_plan,
+        is_summary=row.is_summary,
+        is_recall=row.is_recall,
+        is_compression=row.is_compression,
+        metadata=row.metadata or {},
+    )
+
+
+def _row_fields(msg: ChatMessage) -> dict[str, Any]:
+    metadata = dict(msg.metadata)
+    metadata.pop("base64", None)  # images live in `images`, not twice in metadata
+    return {
+        "images": list(msg.images),
+        "tool_calls": [c.to_dict() for c in msg.tool_calls],
+        "tool_call_id": msg.tool_call_id or "",
+        "name": msg.name or "",
+        "thinking": msg.thinking,
+        "is_plan": msg.is_plan,
+        "is_summary": msg.is_summary,
+        "is_recall": msg.is_recall,
+        "is_compression": msg.is_compression,
+        "metadata": metadata,
+    }
+
+
+class DjangoSessionStore:
+    @sync_to_async(thread_sensitive=False)
+    def load(self, session_id: str) -> SessionState:
+        session = Session.objects.select_related("owner").filter(pk=session_id).first()
+        if session is None:
+            raise SessionNotFound(f"Session {session_id} not found.")
+        rows = context_messages(session_id=session_id)
+        owner = session.owner
+        return SessionState(
+            id=str(session.id),
+            owner_id=owner.pk,
+            owner_is_staff=bool(owner.is_staff),
+            owner_info={"username": owner.get_username(), "name": owner.get_full_name() or owner.get_username()},
+            profile_id=session.profile_id,
+            context=[StoredMessage(seq=r.seq, message=to_chat(r)) for r in rows],
+            context_token_count=session.context_token_count,
+        )
+
+    @sync_to_async(thread_sensitive=False)
+    def append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str = "both") -> int:
+        row = services.message_append(
+            session_id=session_id, role=message.role, content=message.content, buffer=buffer, run_id=run_id,
+            **_row_fields(message),
+        )
+        return int(row.seq)
+
+    @sync_to_async(thread_sensitive=False)
+    def set_profile(self, session_id: str, profile_id: str) -> None:
+        Session.objects.filter(pk=session_id).update(profile_id=profile_id)
+
+    @sync_to_async(thread_sensitive=False)
+    def set_token_count(self, session_id: str, count: int) -> None:
+        Session.objects.filter(pk=session_id).update(context_token_count=max(0, int(count)))
+
+    @sync_to_async(thread_sensitive=False)
+    def compress(self, session_id: str, *, removed: list[int], summary: ChatMessage) -> None:
+        with transaction.atomic():
+            rows = Message.objects.filter(session_id=session_id, seq__in=removed)
+            rows.filter(buffer=Message.Buffer.BOTH).update(buffer=Message.Buffer.MESSAGES)
+            rows.filter(buffer=Message.Buffer.CONTEXT).delete()
+            services.message_append(
+                session_id=session_id, role=summary.role, content=summary.content,
+                buffer=Message.Buffer.CONTEXT, **_row_fields(summary),
+            )
+            Session.objects.filter(pk=session_id).update(context_token_count=0)
+
+    @sync_to_async(thread_sensitive=False)
+    def mark_interrupted(self, session_id: str, run_id: str) -> None:
+        Message.objects.filter(session_id=session_id, run_id=run_id, role="user").update(interrupted=True)
