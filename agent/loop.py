@@ -217,6 +217,8 @@ class Agent:
         if plan is None:
             return
         await turn.add(ChatMessage(role="assistant", content=plan.text, is_plan=True))
+        if turn.subagent:  # a subagent's plan stays inside it: no card, and the parent's todo list is untouched
+            return
         yield PlanReady(plan=plan.text)
         _set_todo(turn.session_id, list(plan.steps))
 
@@ -250,8 +252,11 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            tool_calls = list(call.tool_calls)
+            # Calls of tools that were not offered (a greeting, "answer now") are not run.
+            tool_calls = list(call.tool_calls) if names else []
             content = call.text
+            if not names and call.tool_calls and not content.strip():
+                content = _fallback_answer(turn.history)
             if not tool_calls and aids and names:
                 found = extract_text_tool_calls(call.text, set(names))
                 if found.calls:
@@ -268,6 +273,8 @@ class Agent:
                 for ev in call.finish_events(is_tool_turn=False):
                     yield ev
                 turn.final_text = content.strip() if content else ""
+                if turn.emit and turn.final_text and not call.streamed_text:
+                    yield StreamDelta(delta=turn.final_text)
                 await turn.add(ChatMessage(role="assistant", content=turn.final_text, thinking=call.thinking or None))
                 if turn.emit:
                     yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
@@ -460,6 +467,13 @@ def _repair_note(malformed: str | None, unknown: str | None, names: list[str], r
                 '{"name": "<tool>", "arguments": {...}} and nothing else.')
     return (f"There is no tool named {unknown!r}. Available tools: {', '.join(names)}. "
             "Use one of them, or answer the user directly.")
+
+
+def _fallback_answer(history: list[ChatMessage]) -> str:
+    last = next((m for m in reversed(history) if m.role == "tool" and m.content), None)
+    if last is None:
+        return "I could not produce an answer this time. Please rephrase or try again."
+    return f"I kept repeating the same tool call instead of answering. The last result I got was:\n\n{last.content[:2000]}"
 
 
 def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:

@@ -188,6 +188,8 @@ def _bare_values(text: str, taken: list[tuple[int, int]]) -> list[_Block]:
         except ValueError as exc:
             if _ATTEMPT.match(text, i):
                 end = max(text.rfind("}"), text.rfind("]")) + 1
+                if end <= i:  # truncated: no closing bracket at all
+                    end = len(text)
                 blocks.append(_Block(start=i, end=max(end, i + 1), error=_json_problem(text[i:end], exc)))
                 break
             i += 1

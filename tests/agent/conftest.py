@@ -55,6 +55,7 @@ def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
     from agent.models import AgentProfile
     from sessions_app.services import session_create
     from tests.support.users import make_user
+    from agent.llm.registry import reset_backends
     from tools_app.registry import reset_registry
 
     settings.OLLAMA_HOST = fake_ollama.url
@@ -63,6 +64,7 @@ def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
     settings.TOOLS_DIR = tmp_path / "tools"
     settings.TOOLS_DIR.mkdir()
     reset_registry()
+    reset_backends()  # capability caches must not leak between tests
     user = make_user("alice", staff=True)
     AgentProfile.objects.create(
         id="tester", name="Tester", system_prompt="You test things.", temperature=0.5, max_iterations=6,

@@ -1,0 +1,121 @@
+"""Local-model aids, with the fake server imitating small local models (issue: real local model)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.agent.conftest import types
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CALL = json.dumps({"name": "todo", "arguments": {"action": "set", "steps": ["water plants"]}})
+
+
+def shown(events: list[dict]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+
+
+@pytest.mark.parametrize("text", [CALL, f"```json\n{CALL}\n```", f"[{CALL}]", f"<tool_call>{CALL}</tool_call>"])
+async def test_json_call_in_text_is_executed_and_not_shown(agent_env, text) -> None:
+    agent_env.fake.script(text=text, token_size=3)
+    agent_env.fake.script(text="Your list has one step.")
+    events = await agent_env.run("make a todo list with: water plants")
+    assert types(events) == ["tool_started", "tool_call", "stream_delta", "stream_end"]
+    assert events[1]["success"] is True and "water plants" in events[1]["result"]
+    assert shown(events) == "Your list has one step."
+
+
+async def test_mixed_prose_and_call(agent_env) -> None:
+    agent_env.fake.script(text=f"Sure, I'll set that up. {CALL}", token_size=4)
+    agent_env.fake.script(text="Done.")
+    events = await agent_env.run("make a todo list")
+    assert [e["type"] for e in events if e["type"] != "stream_delta"] == ["tool_started", "tool_call", "stream_end"]
+    assert '"name"' not in shown(events)
+
+
+async def test_unknown_tool_in_text_is_told_and_not_run(agent_env) -> None:
+    agent_env.fake.script(text=json.dumps({"name": "launch_rocket", "arguments": {"target": "moon"}}))
+    agent_env.fake.script(text="I can't launch rockets.")
+    events = await agent_env.run("launch a rocket")
+    assert types(events) == ["stream_delta", "stream_end"]
+    told = agent_env.requests()[1]["messages"][-1]
+    assert told["role"] == "user" and "no tool named 'launch_rocket'" in told["content"] and "todo" in told["content"]
+    assert [m.content for m in await agent_env.messages()] == ["launch a rocket", "I can't launch rockets."]
+
+
+async def test_invalid_arguments_in_text_are_a_tool_error(agent_env) -> None:
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "explode"}}))
+    agent_env.fake.script(text="Sorry.")
+    events = await agent_env.run("x")
+    call = next(e for e in events if e["type"] == "tool_call")
+    assert call["success"] is False and "action" in call["result"]
+
+
+async def test_malformed_call_gets_one_repair_prompt_then_failure(agent_env) -> None:
+    broken = '{"name": "todo", "arguments": {"action": "read"'
+    agent_env.fake.script(text=broken)
+    agent_env.fake.script(text=broken)
+    agent_env.fake.script(text="I could not use the todo tool.")
+    events = await agent_env.run("read my todo list")
+    assert types(events) == ["stream_delta", "stream_end"]
+    reqs = agent_env.requests()
+    assert "could not be parsed" in reqs[1]["messages"][-1]["content"]
+    assert "failed again" in reqs[2]["messages"][-1]["content"]
+    assert not reqs[2].get("tools")  # the model must answer now
+
+
+async def test_repair_prompt_fixes_the_call(agent_env) -> None:
+    agent_env.fake.script(text='{"name": "todo", "arguments": {"action": "read"')
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
+    agent_env.fake.script(text="Your list is empty.")
+    events = await agent_env.run("read my todo list")
+    assert [e["type"] for e in events if e["type"] != "stream_delta"] == ["tool_started", "tool_call", "stream_end"]
+
+
+async def test_example_in_an_answer_is_not_a_call(agent_env) -> None:
+    answer = (
+        "To call a tool, the model writes JSON. Here is an example of a tool call:\n\n"
+        f"```json\n{CALL}\n```\n\nThe agent then runs it and returns the result."
+    )
+    agent_env.fake.script(text=answer, token_size=6)
+    events = await agent_env.run("how do tool calls look?")
+    assert types(events) == ["stream_delta", "stream_end"]
+    assert shown(events) == answer and events[-1]["content"] == answer
+
+
+async def test_repeated_call_is_not_run_again(agent_env) -> None:
+    read = {"name": "todo", "arguments": {"action": "read"}}
+    for _ in range(5):
+        agent_env.fake.script(tool_calls=[read])
+    agent_env.fake.script(text="The list is empty.")
+    events = await agent_env.run("what's on my list?")
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert calls[0]["success"] is True
+    assert all(c["success"] is False and "already called todo" in c["result"] for c in calls[1:])
+    assert len(calls) == 3  # after two refused repeats, the model is asked to answer without tools
+    assert not agent_env.requests()[3].get("tools")
+    assert events[-1]["type"] == "stream_end"
+
+
+async def test_greeting_gets_no_tools(agent_env) -> None:
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
+    events = await agent_env.run("Hi!")
+    assert not agent_env.requests()[0].get("tools")
+    assert types(events) == ["stream_delta", "stream_end"]  # the JSON is just text then, nothing runs
+
+
+async def test_aids_off_leaves_text_alone(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_enabled=False)
+    agent_env.fake.script(text=CALL)
+    events = await agent_env.run("make a list")
+    assert types(events) == ["stream_delta", "stream_end"] and events[-1]["content"] == CALL
+
+
+async def test_model_without_tool_support_still_gets_work_done(agent_env) -> None:
+    agent_env.fake.set_capabilities("fake-model", ["completion"])
+    agent_env.fake.script(text=CALL)
+    agent_env.fake.script(text="Done.")
+    events = await agent_env.run("make a todo list with: water plants")
+    assert "tools" not in agent_env.requests()[0] and "think" not in agent_env.requests()[0]
+    assert next(e for e in events if e["type"] == "tool_call")["success"] is True
