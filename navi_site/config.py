@@ -155,6 +155,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("SESSION_FILES_TTL_HOURS", "24", _int(1), "Uploaded file retention (hours)"),
     # Memory and recalls
     Var("MEMORY_IDLE_MINUTES", "30", _int(0), "Sessions idle this long are mined for memory facts"),
+    Var("MEMORY_LLM_TIMEOUT", "180", _float(1), "Seconds a memory extraction or summary call may take"),
     Var("RECALL_MAX_CONCURRENT", "3", _int(1), "Headless recall runs at once"),
     Var("RECALL_MIN_INTERVAL_SECONDS", "60", _int(1), "Smallest interval of a recurring recall"),
     # Server

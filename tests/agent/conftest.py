@@ -52,10 +52,10 @@ def types(events: list[dict[str, Any]], collapse: bool = True) -> list[str]:
 
 @pytest.fixture
 def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
+    from agent.llm.registry import reset_backends
     from agent.models import AgentProfile
     from sessions_app.services import session_create
     from tests.support.users import make_user
-    from agent.llm.registry import reset_backends
     from tools_app.registry import reset_registry
 
     settings.OLLAMA_HOST = fake_ollama.url

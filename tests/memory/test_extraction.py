@@ -1,0 +1,163 @@
+"""Extraction against the fake Ollama server over real HTTP."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary, SessionMemoryState
+from memory_app.tasks import extract_session
+from tests.memory.conftest import FACTS_EDITOR, add_turns, chat_text, make_session, reply_json
+
+pytestmark = pytest.mark.django_db
+
+TURNS = [("user", "I use Neovim on my Debian 12 home server."), ("assistant", "Noted, Neovim on Debian.")]
+
+
+def test_new_facts_are_extracted_with_provenance_and_summary(llm: Any, user: Any) -> None:
+    session = make_session(user, TURNS)
+    reply_json(llm, FACTS_EDITOR)
+    llm.script(text="Alice edits with Neovim and runs Debian 12 at home.")
+
+    assert extract_session.run(str(session.id)) == "extracted"
+
+    facts = {(f.category, f.key): f for f in MemoryFact.objects.filter(user=user)}
+    assert set(facts) == {("preferences", "favourite_editor"), ("environment", "home_server_os")}
+    editor = facts[("preferences", "favourite_editor")]
+    assert (editor.value, editor.confidence, editor.source_session_id) == ("Neovim", 0.9, session.id)
+    assert editor.source_message.content == "Noted, Neovim on Debian."  # the last message of the batch
+    request = llm.chat_requests[0].json
+    assert request["format"]["required"] == ["facts", "forget"]
+    assert request["think"] is False and request["options"]["temperature"] == 0.1
+    assert "I use Neovim" in chat_text(llm.chat_requests[0])
+    summary = MemorySummary.objects.get(user=user)
+    assert summary.text == "Alice edits with Neovim and runs Debian 12 at home."
+    assert summary.stale is False
+    assert "Neovim" in chat_text(llm.chat_requests[1])  # the summary call saw the facts
+    state = SessionMemoryState.objects.get(session=session)
+    assert state.extracted_up_to_seq == 2 and state.attempts == 0 and state.claim_token == ""
+
+
+def test_changed_value_replaces_the_old_one_and_is_recorded(llm: Any, user: Any) -> None:
+    session = make_session(user, TURNS)
+    reply_json(llm, FACTS_EDITOR)
+    llm.script(text="summary 1")
+    extract_session.run(str(session.id))
+
+    add_turns(session, [("user", "I switched to Helix, by the way."), ("assistant", "Helix it is.")])
+    reply_json(llm, {"facts": [{"category": "preferences", "key": "favourite_editor", "value": "Helix",
+                                "confidence": 0.95}], "forget": []})
+    llm.script(text="summary 2")
+    extract_session.run(str(session.id))
+
+    fact = MemoryFact.objects.get(user=user, key="favourite_editor")
+    assert fact.value == "Helix"
+    change = MemoryFactChange.objects.get(fact=fact)
+    assert (change.old_value, change.new_value, change.reason) == ("Neovim", "Helix", "contradicted")
+    assert change.session_id == session.id
+    assert MemoryFact.objects.filter(user=user).count() == 2
+    assert MemorySummary.objects.get(user=user).text == "summary 2"
+
+
+def test_forget_entries_delete_facts(llm: Any, user: Any) -> None:
+    MemoryFact.objects.create(user=user, category="preferences", key="favourite_editor", value="Neovim")
+    session = make_session(user, [("user", "Forget which editor I use.")])
+    reply_json(llm, {"facts": [], "forget": [{"category": "preferences", "key": "Favourite Editor"}]})
+    extract_session.run(str(session.id))
+    assert not MemoryFact.objects.filter(user=user).exists()
+    assert MemorySummary.objects.get(user=user).text == ""  # no facts: empty summary, no LLM call
+    assert len(llm.chat_requests) == 1
+
+
+def test_redelivered_task_does_nothing_twice(llm: Any, user: Any) -> None:
+    session = make_session(user, TURNS)
+    reply_json(llm, FACTS_EDITOR)
+    llm.script(text="summary")
+    extract_session.run(str(session.id))
+    extract_session.run(str(session.id))  # redelivery
+    assert len(llm.chat_requests) == 2  # one extraction + one summary, nothing more
+    assert MemoryFact.objects.filter(user=user).count() == 2
+    assert MemoryFactChange.objects.count() == 0
+
+
+def test_a_claimed_session_is_left_alone(llm: Any, user: Any) -> None:
+    from memory_app.extraction import claim, release
+
+    session = make_session(user, TURNS)
+    token = claim(session.id)
+    assert token is not None
+    assert extract_session.run(str(session.id)) == "busy"
+    assert llm.chat_requests == []
+    release(session.id, token)
+    reply_json(llm, FACTS_EDITOR)
+    assert extract_session.run(str(session.id)) == "extracted"
+
+
+def test_only_new_messages_are_sent(llm: Any, user: Any) -> None:
+    session = make_session(user, TURNS)
+    reply_json(llm, {"facts": [], "forget": []})
+    extract_session.run(str(session.id))
+    add_turns(session, [("user", "My daughter is called Mia.")])
+    add_turns(session, [("tool", "TOOL NOISE output")], tool_call_id="c1", name="web_search")
+    reply_json(llm, {"facts": [{"category": "people", "key": "daughter_name", "value": "Mia",
+                                "confidence": 1}], "forget": []})
+    llm.script(text="Alice has a daughter, Mia.")
+    extract_session.run(str(session.id))
+
+    sent = chat_text(llm.chat_requests[1])
+    assert "My daughter is called Mia." in sent
+    assert "I use Neovim" not in sent and "TOOL NOISE" not in sent
+    assert SessionMemoryState.objects.get(session=session).extracted_up_to_seq == 4
+
+
+def test_input_respects_the_context_budget(llm: Any, user: Any, settings: Any) -> None:
+    from memory_app.llm import input_budget_chars
+
+    settings.OLLAMA_NUM_CTX = 2048  # ≈ 4 600 characters of prompt, ~3 000 for the conversation
+    turns = [("user", f"Message {i}: " + "x" * 700) for i in range(8)]
+    session = make_session(user, turns)
+    for _ in range(8):
+        reply_json(llm, {"facts": [], "forget": []})
+
+    extract_session.run(str(session.id))
+
+    budget = input_budget_chars()
+    first = llm.chat_requests[0]
+    assert len(chat_text(first)) <= budget
+    assert first.json["options"]["num_ctx"] == 2048
+    assert len(llm.chat_requests) > 1
+    assert "Message 0:" in chat_text(first) and "Message 7:" not in chat_text(first)
+    # Every message was sent exactly once, in order, over several batches.
+    sent = [chat_text(r) for r in llm.chat_requests]
+    assert all(len(t) <= budget for t in sent)
+    for i in range(8):
+        assert sum(f"Message {i}:" in t for t in sent) == 1
+    assert SessionMemoryState.objects.get(session=session).extracted_up_to_seq == 8
+
+
+def test_a_message_larger_than_the_budget_is_cut(llm: Any, user: Any, settings: Any) -> None:
+    from memory_app.llm import input_budget_chars
+
+    settings.OLLAMA_NUM_CTX = 1024
+    session = make_session(user, [("user", "y" * 20_000)])
+    reply_json(llm, {"facts": [], "forget": []})
+    extract_session.run(str(session.id))
+    assert len(chat_text(llm.chat_requests[0])) <= input_budget_chars()
+    assert "…[truncated]" in chat_text(llm.chat_requests[0])
+    assert SessionMemoryState.objects.get(session=session).extracted_up_to_seq == 1
+
+
+def test_active_sessions_wait_unless_named(llm: Any, user: Any) -> None:
+    from memory_app.extraction import extract_session as run
+
+    session = make_session(user, TURNS, idle_minutes=5)
+    assert extract_session.run(str(session.id)) == "not_idle"
+    reply_json(llm, FACTS_EDITOR)
+    assert run(session.id, ignore_idle=True, rebuild_summary=False).status == "extracted"
+
+
+def test_only_tool_noise_moves_the_watermark_without_a_call(llm: Any, user: Any) -> None:
+    session = make_session(user, [("tool", "output")])
+    assert extract_session.run(str(session.id)) == "nothing_new"
+    assert llm.chat_requests == []
+    assert SessionMemoryState.objects.get(session=session).extracted_up_to_seq == 1

@@ -1,0 +1,109 @@
+"""memory_search, memory_forget, memory_save: acting for agent.ctx.current_user_id only."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agent.ctx import current_session_id, current_user_id
+from memory_app.models import MemoryFact, MemoryFactChange
+from memory_app.tools import MemoryForgetTool, MemorySaveTool, MemorySearchTool
+from tools_app.base import ToolError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def as_user(user: Any, thread_db: Any) -> Iterator[Any]:
+    token = current_user_id.set(user.pk)
+    yield user
+    current_user_id.reset(token)
+
+
+@pytest.fixture
+def theirs(other_user: Any) -> MemoryFact:
+    return MemoryFact.objects.create(user=other_user, category="preferences", key="favourite_editor", value="Emacs")
+
+
+async def test_save_then_search_then_forget(as_user: Any, theirs: MemoryFact, enqueued: list[Any]) -> None:
+    from sessions_app.services import session_create
+
+    session = await sync_to_async(session_create)(owner=as_user)
+    sid = current_session_id.set(str(session.id))
+    try:
+        saved = await MemorySaveTool().execute(
+            {"category": "preferences", "key": "Favourite Editor", "value": "Neovim"})
+    finally:
+        current_session_id.reset(sid)
+    assert saved.success and saved.output.startswith("Saved: [preferences] favourite_editor: Neovim")
+    fact = await MemoryFact.objects.aget(user=as_user)
+    assert (fact.confidence, fact.source_session_id) == (1.0, session.id)
+    assert enqueued == [("memory.rebuild_summary", (as_user.pk,))]
+
+    again = await MemorySaveTool().execute({"category": "preferences", "key": "favourite_editor", "value": "Helix"})
+    assert again.output.startswith("Updated:")
+    change = await MemoryFactChange.objects.aget(fact=fact)
+    assert (change.old_value, change.new_value, change.reason) == ("Neovim", "Helix", "user request")
+
+    found = await MemorySearchTool().execute({"query": "editor"})
+    assert found.success
+    assert found.output.startswith(f"#{fact.pk} [preferences] favourite_editor: Helix (learned ")
+    assert "Emacs" not in found.output
+
+    gone = await MemoryForgetTool().execute({"id": fact.pk})
+    assert gone.output == "Forgot [preferences] favourite_editor: Helix"
+    assert not await MemoryFact.objects.filter(user=as_user).aexists()
+    assert await MemoryFact.objects.filter(pk=theirs.pk).aexists()
+
+
+async def test_forget_by_category_and_key(as_user: Any, enqueued: list[Any]) -> None:
+    await MemoryFact.objects.acreate(user=as_user, category="environment", key="shell", value="fish")
+    result = await MemoryForgetTool().execute({"category": "environment", "key": "Shell"})
+    assert result.output == "Forgot [environment] shell: fish"
+
+
+async def test_another_users_fact_cannot_be_forgotten(as_user: Any, theirs: MemoryFact, enqueued: list[Any]) -> None:
+    with pytest.raises(ToolError, match="No such fact"):
+        await MemoryForgetTool().execute({"id": theirs.pk})
+    with pytest.raises(ToolError, match="No such fact"):
+        await MemoryForgetTool().execute({"category": "preferences", "key": "favourite_editor"})
+    assert await MemoryFact.objects.filter(pk=theirs.pk).aexists()
+
+
+async def test_search_with_no_match_category_only_and_bad_args(as_user: Any) -> None:
+    await MemoryFact.objects.acreate(user=as_user, category="people", key="daughter_name", value="Mia")
+    assert (await MemorySearchTool().execute({"query": "pizza"})).output == "No remembered facts match 'pizza'."
+    listed = await MemorySearchTool().execute({"query": "", "category": "people"})
+    assert "daughter_name: Mia" in listed.output
+    with pytest.raises(ToolError):
+        await MemorySearchTool().execute({"query": " "})
+    with pytest.raises(ToolError):
+        await MemorySearchTool().execute({"query": "x", "limit": "many"})
+
+
+async def test_save_rejects_unusable_input(as_user: Any) -> None:
+    with pytest.raises(ToolError, match="key is empty"):
+        await MemorySaveTool().execute({"category": "preferences", "key": "!!", "value": "x"})
+    with pytest.raises(ToolError, match="too long"):
+        await MemorySaveTool().execute({"category": "preferences", "key": "k", "value": "x" * 501})
+
+
+@pytest.mark.parametrize("tool", [MemorySearchTool, MemoryForgetTool, MemorySaveTool])
+async def test_tools_refuse_without_a_user(tool: Any, db: Any, thread_db: Any) -> None:
+    with pytest.raises(ToolError, match="no user is signed in"):
+        await tool().execute({"query": "x", "id": 1, "category": "other", "key": "k", "value": "v"})
+
+
+def test_descriptions_carry_the_usage_rules() -> None:
+    assert "Do not call at session start reflexively" in MemorySearchTool.description
+    assert "Call memory_forget only when explicitly asked" in MemoryForgetTool.description
+    assert "only when the user asks you to remember" in MemorySaveTool.description
+
+
+def test_tools_are_registered_builtins(db: Any) -> None:
+    from tools_app.registry import build_registry
+
+    registry = build_registry()
+    assert {"memory_search", "memory_forget", "memory_save"} <= set(registry.builtin_names())
