@@ -1,6 +1,8 @@
 """The Django implementation of agent.store.SessionStore."""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -51,12 +53,24 @@ def _row_fields(msg: ChatMessage) -> dict[str, Any]:
 
 
 class DjangoSessionStore:
+    """Sessions in the database, with a per-process cache of each session's context.
+
+    The cache entry is valid while the session's ``next_seq`` is unchanged: every
+    append and every compression bumps it, so a turn on a long session costs one
+    small query instead of re-reading every row (and a turn served by another
+    process simply reloads).
+    """
+
+    def __init__(self, cache_size: int = 256) -> None:
+        self._cache: OrderedDict[str, tuple[int, list[StoredMessage]]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
     @sync_to_async(thread_sensitive=False)
     def load(self, session_id: str) -> SessionState:
         session = Session.objects.select_related("owner").filter(pk=session_id).first()
         if session is None:
             raise SessionNotFound(f"Session {session_id} not found.")
-        rows = context_messages(session_id=session_id)
         owner = session.owner
         return SessionState(
             id=str(session.id),
@@ -64,9 +78,37 @@ class DjangoSessionStore:
             owner_is_staff=bool(owner.is_staff),
             owner_info={"username": owner.get_username(), "name": owner.get_full_name() or owner.get_username()},
             profile_id=session.profile_id,
-            context=[StoredMessage(seq=r.seq, message=to_chat(r)) for r in rows],
+            context=self._context(str(session.id), int(session.next_seq)),
             context_token_count=session.context_token_count,
         )
+
+    def _context(self, session_id: str, next_seq: int) -> list[StoredMessage]:
+        with self._lock:
+            cached = self._cache.get(session_id)
+            if cached is not None and cached[0] == next_seq:
+                self._cache.move_to_end(session_id)
+                return list(cached[1])
+        rows = context_messages(session_id=session_id)
+        context = [StoredMessage(seq=r.seq, message=to_chat(r)) for r in rows]
+        self._remember(session_id, next_seq, context)
+        return list(context)
+
+    def _remember(self, session_id: str, next_seq: int, context: list[StoredMessage]) -> None:
+        with self._lock:
+            self._cache[session_id] = (next_seq, context)
+            self._cache.move_to_end(session_id)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def _extend_cache(self, session_id: str, seq: int, message: ChatMessage, buffer: str) -> None:
+        """After our own append: keep the cached context current instead of dropping it."""
+        with self._lock:
+            cached = self._cache.get(session_id)
+            if cached is None or cached[0] != seq:
+                self._cache.pop(session_id, None)
+                return
+            context = cached[1] + ([StoredMessage(seq=seq, message=message)] if buffer != "messages" else [])
+            self._cache[session_id] = (seq + 1, context)
 
     @sync_to_async(thread_sensitive=False)
     def append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str = "both") -> int:
@@ -74,6 +116,7 @@ class DjangoSessionStore:
             session_id=session_id, role=message.role, content=message.content, buffer=buffer, run_id=run_id,
             **_row_fields(message),
         )
+        self._extend_cache(str(session_id), int(row.seq), message, buffer)
         return int(row.seq)
 
     @sync_to_async(thread_sensitive=False)
@@ -95,6 +138,8 @@ class DjangoSessionStore:
                 buffer=Message.Buffer.CONTEXT, **_row_fields(summary),
             )
             Session.objects.filter(pk=session_id).update(context_token_count=0)
+        with self._lock:
+            self._cache.pop(str(session_id), None)
 
     @sync_to_async(thread_sensitive=False)
     def mark_interrupted(self, session_id: str, run_id: str) -> None:
