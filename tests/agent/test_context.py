@@ -166,3 +166,16 @@ async def test_run_returns_text_and_run_ephemeral_reports_completion(agent_env) 
     text, ok = await get_agent().run_ephemeral("task", "tester", timeout=0.3)
     assert ok is False and "did not finish" in text
     assert ctx.current_user_id.get() == agent_env.user.pk
+
+
+async def test_context_cache_sees_rows_written_elsewhere(agent_env) -> None:
+    from sessions_app.services import message_append
+
+    agent_env.fake.script(text="first")
+    await agent_env.run("one")
+    # Another process (or the admin) appends a message: the next turn must see it.
+    await sync_to_async(message_append)(session_id=agent_env.session_id, role="user", content="written elsewhere")
+    agent_env.fake.script(text="second")
+    await agent_env.run("two")
+    contents = [m.get("content") for m in agent_env.requests()[-1]["messages"]]
+    assert contents[-3:] == ["first", "written elsewhere", "two"]
