@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from tests.support.agent_env import agent_env, stop_after  # noqa: F401 - fixtures
 from tests.support.live import *  # noqa: F401,F403 - fixtures
 from tests.support.users import *  # noqa: F401,F403 - fixtures
 

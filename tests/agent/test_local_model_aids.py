@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.agent.conftest import types
+from tests.support.agent_env import types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agent.events import event_from_dict
-from tests.agent.conftest import types
+from tests.support.agent_env import types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

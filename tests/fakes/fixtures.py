@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLLMServer, shared_server
 
-__all__ = ["fake_ollama", "fake_openai"]
+__all__ = ["fake_llm_server", "fake_ollama", "fake_openai"]
 
 
 @pytest.fixture
@@ -33,3 +33,10 @@ def fake_openai() -> Iterator[FakeLLMServer]:
     server.reset()
     yield server
     server.reset()
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> FakeLLMServer:
+    """The same process-wide server for session-scoped users (``live_navi`` points OLLAMA_HOST at it);
+    tests that script it use ``fake_ollama``, which resets it per test."""
+    return shared_server()

@@ -1,4 +1,4 @@
-"""Fixtures for agent-loop tests: a session, a profile, the fake model server wired in."""
+"""Fixtures for agent tests: a session on a test profile, with the fake model server wired in."""
 from __future__ import annotations
 
 import asyncio

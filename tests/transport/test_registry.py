@@ -1,0 +1,279 @@
+"""Run registry mechanics with scripted turn functions (in-process; both tiers).
+
+Embedded tier: LocalStore + in-memory channel layer. Scale-out tier: RedisStore +
+channels-redis, so the same assertions cover the Redis keys.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agent.events import Error, StreamDelta, StreamEnd, ThinkingDelta, ToolCall, ToolStarted
+from sessions_app import bus
+from sessions_app.runs import (
+    BUSY_MESSAGE, RunRegistry, SessionBusy, TurnRequest, get_run_registry, run_recall_turn,
+    run_recall_turn_blocking, set_run_registry,
+)
+from tests.transport.helpers import connect, drain, make_session, receive_until, scripted, simple_answer, types
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def registry(settings: Any) -> Any:
+    settings.WS_DELTA_COALESCE_MS = 0
+    reg = RunRegistry()
+    set_run_registry(reg)
+    yield reg
+    set_run_registry(None)
+
+
+def _req(sid: str, uid: int, text: str = "hi") -> TurnRequest:
+    return TurnRequest(session_id=sid, text=text, user_id=uid, user_role="staff")
+
+
+async def test_events_are_numbered_logged_and_fanned_out(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    registry.turn = scripted(*simple_answer())
+    comm = await connect(sid, token)
+    assert await comm.receive_json_from() == {"type": "session_sync"}  # idle on connect
+    result = await registry.run_turn(_req(sid, uid))
+    assert result.outcome == "success" and result.content == "Hello there, friend."
+    events = await receive_until(comm, "session_sync")
+    assert types(events)[0] == "stream_start" and types(events)[-2:] == ["stream_end", "session_sync"]
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(events)))
+    assert "".join(e["delta"] for e in events if e["type"] == "stream_delta") == "Hello there, friend."
+    snap = await registry.snapshot(sid)
+    assert snap.active is False and snap.events == events  # the log is exactly what went live
+    # seq is per session and keeps growing across turns (so ?after=N works across turns)
+    await registry.run_turn(_req(sid, uid))
+    second = await receive_until(comm, "session_sync")
+    assert second[0]["seq"] == seqs[-1] + 1
+    await comm.disconnect()
+
+
+async def test_deltas_are_coalesced_without_changing_text_or_order(registry: RunRegistry, settings: Any) -> None:
+    settings.WS_DELTA_COALESCE_MS = 10_000  # everything of one kind in a row merges
+    sid, token, uid = await make_session()
+    registry.turn = scripted(*simple_answer("abcdefghijklmnopqrstuvwxyz", "thinking hard"))
+    comm = await connect(sid, token)
+    await comm.receive_json_from()
+    await registry.run_turn(_req(sid, uid))
+    events = await receive_until(comm, "session_sync")
+    assert types(events) == ["stream_start", "thinking_delta", "thinking_end", "stream_delta", "stream_end",
+                             "session_sync"]
+    assert events[1]["delta"] == "thinking hard" and events[3]["delta"] == "abcdefghijklmnopqrstuvwxyz"
+    await comm.disconnect()
+
+
+async def test_pending_delta_flushes_when_the_window_closes(registry: RunRegistry, settings: Any) -> None:
+    settings.WS_DELTA_COALESCE_MS = 30
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(StreamDelta(delta="a"), StreamDelta(delta="b"), StreamDelta(delta="c"),
+                             StreamEnd(content="abc"), gate=gate, gate_after=2)
+    comm = await connect(sid, token)
+    await comm.receive_json_from()
+    run = await registry.start_turn(_req(sid, uid))
+    first = await receive_until(comm, "stream_delta", timeout=2)  # flushed by the timer, not by a new event
+    assert first[-1]["delta"] == "ab"
+    gate.set()
+    rest = await receive_until(comm, "session_sync")
+    assert [e.get("delta") for e in rest if e["type"] == "stream_delta"] == ["c"]
+    await run.done
+    await comm.disconnect()
+
+
+async def test_mid_turn_connect_replays_then_goes_live_without_gap_or_duplicate(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(ThinkingDelta(delta="x"), ToolStarted(tool="todo", args={}),
+                             ToolCall(tool="todo", args={}, result="ok", success=True),
+                             StreamDelta(delta="done"), StreamEnd(content="done"), gate=gate, gate_after=3)
+    run = await registry.start_turn(_req(sid, uid))
+    while len((await registry.snapshot(sid)).events) < 4:
+        await asyncio.sleep(0.01)
+    first = (await registry.snapshot(sid)).events[0]["seq"]
+    late = await connect(sid, token)
+    partial = await connect(sid, token, after=first + 1)
+    replayed = await drain(late)
+    assert types(replayed) == ["stream_start", "thinking_delta", "tool_started", "tool_call"]
+    assert [e["seq"] for e in await drain(partial)] == [first + 2, first + 3]
+    gate.set()
+    live = await receive_until(late, "session_sync")
+    all_seqs = [e["seq"] for e in replayed + live]
+    assert all_seqs == list(range(all_seqs[0], all_seqs[0] + len(all_seqs)))  # no gap, no duplicate
+    await run.done
+    await late.disconnect()
+    await partial.disconnect()
+
+
+async def test_after_n_gets_exactly_the_events_after_n(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(*[StreamDelta(delta=str(i)) for i in range(6)], StreamEnd(content="012345"),
+                             gate=gate, gate_after=6)
+    run = await registry.start_turn(_req(sid, uid))
+    while len((await registry.snapshot(sid)).events) < 7:
+        await asyncio.sleep(0.01)
+    first = (await registry.snapshot(sid)).events[0]["seq"]
+    comm = await connect(sid, token, after=first + 3)
+    got = await drain(comm)
+    assert [e["seq"] for e in got] == [first + 4, first + 5, first + 6]
+    gate.set()
+    tail = await receive_until(comm, "session_sync")
+    assert types(tail) == ["stream_end", "session_sync"] and tail[0]["seq"] == first + 7
+    await run.done
+    # idle and fully caught up: only session_sync
+    caught_up = await connect(sid, token, after=tail[-1]["seq"])
+    assert await drain(caught_up) == [{"type": "session_sync"}]
+    await comm.disconnect()
+    await caught_up.disconnect()
+
+
+async def test_busy_session_refuses_a_second_turn(registry: RunRegistry) -> None:
+    from sessions_app.models import Message
+
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(StreamDelta(delta="a"), StreamEnd(content="a"), gate=gate, gate_after=1)
+    run = await registry.start_turn(_req(sid, uid))
+    with pytest.raises(SessionBusy):
+        await registry.start_turn(_req(sid, uid))
+    assert get_run_registry().is_busy(sid) and await registry.ais_busy(sid)
+    comm = await connect(sid, token)
+    await drain(comm)
+    await comm.send_json_to({"type": "message", "content": "second"})
+    events = await drain(comm)
+    assert events == [{"type": "error", "message": BUSY_MESSAGE}]
+    assert await sync_to_async(Message.objects.filter(session_id=sid).count)() == 0
+    assert await run_recall_turn(sid, user_id=uid, content="recall") == "busy"
+    gate.set()
+    await run.done
+    assert not registry.is_busy(sid)
+    await comm.disconnect()
+
+
+async def test_stop_is_cooperative_and_works_by_frame_and_by_call(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    registry.turn = scripted(StreamDelta(delta="a"), StreamEnd(content="a"), gate=asyncio.Event(), gate_after=1)
+    run = await registry.start_turn(_req(sid, uid))
+    comm = await connect(sid, token)
+    await comm.send_json_to({"type": "stop"})
+    events = await receive_until(comm, "session_sync")
+    assert types(events)[-2:] == ["stream_stopped", "session_sync"]
+    assert (await run.done).outcome == "stopped"
+    assert registry.request_stop(sid) is False  # nothing runs any more
+    run = await registry.start_turn(_req(sid, uid))
+    assert await registry.arequest_stop(sid) is True
+    assert (await run.done).outcome == "stopped"
+    await comm.disconnect()
+
+
+async def test_run_outlives_its_connection(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(StreamDelta(delta="a"), StreamEnd(content="a"), gate=gate, gate_after=1)
+    comm = await connect(sid, token)
+    await drain(comm)
+    await comm.send_json_to({"type": "message", "content": "go"})
+    await receive_until(comm, "stream_delta")
+    await comm.disconnect()
+    gate.set()
+    run = registry.runs.get(sid)
+    assert run is not None and (await run.done).outcome == "success"
+
+
+async def test_turn_exception_becomes_error_event_and_releases_the_session(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+
+    async def broken(session_id: str, text: str, **kw: Any) -> Any:
+        yield StreamDelta(delta="a")
+        raise RuntimeError("boom")
+
+    registry.turn = broken
+    comm = await connect(sid, token)
+    await drain(comm)
+    result = await registry.run_turn(_req(sid, uid))
+    assert result.outcome.startswith("error: ") and "boom" in result.outcome
+    events = await receive_until(comm, "session_sync")
+    assert types(events) == ["stream_start", "stream_delta", "error", "session_sync"]
+    assert not registry.is_busy(sid)
+    await comm.disconnect()
+
+
+async def test_recall_outcomes(registry: RunRegistry) -> None:
+    sid, _, uid = await make_session()
+    registry.turn = scripted(*simple_answer())
+    assert await run_recall_turn(sid, user_id=uid, content="do it") == "success"
+    registry.turn = scripted(StreamEnd(content="limit", finish_reason="max_iterations"))
+    assert await run_recall_turn(sid, user_id=uid, content="do it") == "max_iterations"
+    registry.turn = scripted(Error(message="Ollama is not reachable"))
+    assert await run_recall_turn(sid, user_id=uid, content="do it") == "error: Ollama is not reachable"
+    seen: dict[str, Any] = {}
+
+    async def spy(session_id: str, text: str, **kw: Any) -> Any:
+        seen.update(kw, text=text)
+        yield StreamEnd(content="ok")
+
+    registry.turn = spy
+    assert await run_recall_turn(sid, user_id=uid, content="recall text") == "success"
+    assert seen["is_recall"] is True and seen["user_role"] == "staff" and seen["text"] == "recall text"
+
+
+async def test_recall_from_a_worker_thread_runs_on_the_server_loop(registry: RunRegistry) -> None:
+    sid, token, uid = await make_session()
+    loops: list[Any] = []
+
+    async def turn(session_id: str, text: str, **kw: Any) -> Any:
+        loops.append(asyncio.get_running_loop())
+        yield StreamEnd(content="ok")
+
+    registry.turn = turn
+    comm = await connect(sid, token)
+    await drain(comm)
+    bus.register_server_loop(asyncio.get_running_loop())
+    try:
+        outcome: list[str] = []
+        worker = threading.Thread(target=lambda: outcome.append(
+            run_recall_turn_blocking(sid, user_id=uid, content="wake up")))
+        worker.start()
+        events = await receive_until(comm, "session_sync")
+        await asyncio.get_running_loop().run_in_executor(None, worker.join, 5)
+    finally:
+        bus.register_server_loop(None)  # type: ignore[arg-type]
+    assert outcome == ["success"] and loops == [asyncio.get_running_loop()]
+    assert types(events) == ["stream_start", "stream_end", "session_sync"]
+    await comm.disconnect()
+
+
+async def test_heartbeat_after_silence(registry: RunRegistry, settings: Any) -> None:
+    settings.WS_HEARTBEAT_SECONDS = 0.2
+    sid, token, _ = await make_session()
+    comm = await connect(sid, token)
+    assert await comm.receive_json_from() == {"type": "session_sync"}
+    assert await comm.receive_json_from(timeout=2) == {"type": "heartbeat"}
+    assert await comm.receive_json_from(timeout=2) == {"type": "heartbeat"}
+    await comm.disconnect()
+
+
+async def test_busy_flag_in_session_list(registry: RunRegistry) -> None:
+    from django.test import AsyncClient
+
+    sid, token, uid = await make_session()
+    gate = asyncio.Event()
+    registry.turn = scripted(StreamEnd(content="a"), gate=gate, gate_after=0)
+    run = await registry.start_turn(_req(sid, uid))
+    client = AsyncClient()
+    auth = {"Authorization": f"Bearer {token}"}
+    body = (await client.get("/sessions", headers=auth)).json()
+    assert [s["busy"] for s in body["items"] if s["id"] == sid] == [True]
+    gate.set()
+    await run.done
+    body = (await client.get("/sessions", headers=auth)).json()
+    assert [s["busy"] for s in body["items"] if s["id"] == sid] == [False]
