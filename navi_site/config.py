@@ -158,6 +158,12 @@ VARIABLES: tuple[Var, ...] = (
     Var("MEMORY_LLM_TIMEOUT", "180", _float(1), "Seconds a memory extraction or summary call may take"),
     Var("RECALL_MAX_CONCURRENT", "3", _int(1), "Headless recall runs at once"),
     Var("RECALL_MIN_INTERVAL_SECONDS", "60", _int(1), "Smallest interval of a recurring recall"),
+    Var("RECALL_DEFER_SECONDS", "60", _int(1), "How long a recall waits when its session is busy"),
+    Var("RECALL_CLAIM_LEASE_SECONDS", "120", _int(10),
+        "Lease of a firing recall; renewed while the run lives, an expired lease marks the run interrupted"),
+    Var("RECALL_SWEEP_GRACE_SECONDS", "2", _float(0), "The beat sweep fires recalls overdue by more than this"),
+    Var("RECALL_ETA_HORIZON_SECONDS", "3000", _int(60),
+        "Recalls due within this get a Celery ETA task; later ones are fired by the sweep"),
     # Server
     Var("SECRET_KEY", "", _str, "Django secret key (generated into data/secret_key when empty)"),
     Var("DEBUG", "false", _bool, "Django debug mode (never in production)"),

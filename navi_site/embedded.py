@@ -17,8 +17,11 @@ log = structlog.get_logger(__name__)
 class EmbeddedCelery:
     """A Celery worker (thread pool) and beat in background threads of this process."""
 
-    def __init__(self, *, concurrency: int = 4, beat: bool = True) -> None:
-        self.concurrency = concurrency
+    def __init__(self, *, concurrency: int | None = None, beat: bool = True) -> None:
+        from django.conf import settings
+
+        # Each headless recall run holds a worker thread for its whole run: keep room for other tasks.
+        self.concurrency = concurrency or int(settings.RECALL_MAX_CONCURRENT) + 4
         self.with_beat = beat
         self.worker: Any = None
         self.beat: Any = None

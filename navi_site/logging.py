@@ -9,10 +9,11 @@ import logging
 import sys
 
 import structlog
+from structlog.typing import Processor
 
 
 def configure(*, level: str = "INFO", fmt: str = "console") -> None:
-    shared = [
+    shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,

@@ -1,6 +1,42 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
 from django.apps import AppConfig
+
+log = structlog.get_logger(__name__)
+
+
+def _pending_flags(ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    from recall_app.selectors import sessions_with_pending_recall
+
+    pending = sessions_with_pending_recall(ids) if ids else set()
+    return {sid: {"has_pending_recall": sid in pending} for sid in ids}
 
 
 class RecallAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "recall_app"
+    verbose_name = "Recalls"
+
+    def ready(self) -> None:
+        from recall_app.selectors import filter_has_pending_recall
+        from sessions_app.hooks import add_filter, add_flag_provider
+
+        add_flag_provider(_pending_flags)
+        add_filter("has_pending_recall", filter_has_pending_recall)
+        self._register_tools()
+
+    @staticmethod
+    def _register_tools() -> None:
+        try:
+            from tools_app.registry import register_builtin
+        except ImportError:  # the registry is optional for the rest of the app
+            log.warning("recall_tools_not_registered", reason="tools_app.registry is not available")
+            return
+        from recall_app.tools import ManageRecallTool, ScheduleRecallTool
+
+        register_builtin(ScheduleRecallTool)
+        register_builtin(ManageRecallTool)

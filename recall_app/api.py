@@ -1,0 +1,41 @@
+"""REST: the recall of a session (spec 004, docs/api.md). Mounted at the root (PREFIX)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router
+
+from recall_app import selectors, services
+from sessions_app.services import session_access
+
+PREFIX = ""
+router = Router(tags=["recalls"])
+
+
+@router.get("/sessions/{session_id}/recall", summary="The session's pending recall, or {\"recall\": null}")
+def get_recall(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    session = session_access(user=request.user, session_id=session_id)
+    recall = selectors.recall_pending(session=session)
+    return selectors.recall_to_dict(recall) if recall else {"recall": None}
+
+
+@router.delete("/sessions/{session_id}/recall", summary="Cancel the session's pending recall")
+def cancel_recall(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    session = session_access(user=request.user, session_id=session_id)
+    services.recall_cancel(session=session)
+    return {"ok": True}
+
+
+@router.post("/sessions/{session_id}/recall/skip", summary="Skip the next occurrence of a recurring recall")
+def skip_recall(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    session = session_access(user=request.user, session_id=session_id)
+    services.recall_skip(session=session)
+    return {"ok": True}
+
+
+@router.get("/sessions/{session_id}/recalls", summary="All recalls of the session with their run history")
+def list_recalls(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    session = session_access(user=request.user, session_id=session_id)
+    recalls = selectors.recall_list(session=session)
+    return {"session_id": str(session.id), "recalls": [selectors.recall_history_dict(r) for r in recalls]}

@@ -1,0 +1,186 @@
+"""Writes to recalls: schedule, cancel, skip (spec 004). Reads live in selectors.py.
+
+Every state change publishes ``recall_update`` to the session's clients and (when a
+new occurrence is due later) sends its Celery ETA task, both after commit.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from navi_site.errors import BadRequest, Conflict
+from recall_app import notify
+from recall_app.models import Recall
+from recall_app.selectors import LIVE, recall_list, recall_pending
+from recall_app.timeparse import describe_delta, parse_interval, parse_when
+from sessions_app.models import Session
+
+__all__ = [
+    "recall_schedule", "recall_cancel", "recall_skip", "recall_list", "recall_pending", "next_occurrence",
+    "MAX_INSTRUCTION_CHARS",
+]
+
+log = structlog.get_logger(__name__)
+
+MAX_INSTRUCTION_CHARS = 8000
+MAX_COMMENT_CHARS = 2000
+
+
+def _already_pending(existing: Recall | None) -> Conflict:
+    when = f" ({existing.call_type}, next at {existing.trigger_at.isoformat()})" if existing else ""
+    return Conflict(
+        f"This session already has a pending recall{when}. Only one pending recall per session is allowed: "
+        "cancel the existing one first with manage_recall(action=\"cancel\"), then schedule the new one."
+    )
+
+
+def _min_interval() -> int:
+    return int(getattr(settings, "RECALL_MIN_INTERVAL_SECONDS", 60))
+
+
+def _trigger_at(*, call_type: str, when: str | None, timezone_offset: str | None, now: datetime) -> datetime:
+    if call_type == Recall.CallType.IMMEDIATE:
+        return now.replace(microsecond=0)
+    if not when or not str(when).strip():
+        raise BadRequest(
+            f"'when' is required for call_type={call_type!r}: for example '30m', '2h 15m', 'tomorrow at 09:00'."
+        )
+    # Whole seconds: clean ISO strings on the wire, and the occurrence key of the ETA task.
+    return parse_when(str(when), now=now, timezone_offset=timezone_offset).replace(microsecond=0)
+
+
+def _interval(*, call_type: str, interval_seconds: Any) -> int | None:
+    if call_type != Recall.CallType.RECURRING:
+        if interval_seconds not in (None, "", 0):
+            raise BadRequest("interval_seconds is only for call_type='recurring'; leave it out for once/immediate.")
+        return None
+    if interval_seconds in (None, ""):
+        raise BadRequest("A recurring recall needs interval_seconds (for example 300 for every 5 minutes).")
+    seconds = parse_interval(interval_seconds)
+    minimum = _min_interval()
+    if seconds < minimum:
+        raise BadRequest(
+            f"interval_seconds={seconds} is too short: a recurring recall repeats at most every {minimum} seconds."
+        )
+    return seconds
+
+
+def _instruction(text: str | None) -> str:
+    value = (text or "").strip()
+    if not value:
+        raise BadRequest(
+            "additional_context_message is required: write the concrete todo your future self must do, naming "
+            "tools, files or URLs (e.g. 'Read /tmp/build.log with filesystem; if it has errors, report the last "
+            "50 lines')."
+        )
+    if len(value) > MAX_INSTRUCTION_CHARS:
+        raise BadRequest(f"additional_context_message is too long: at most {MAX_INSTRUCTION_CHARS} characters.")
+    return value
+
+
+def recall_schedule(
+    *,
+    session: Session,
+    call_type: str,
+    additional_context_message: str,
+    when: str | None = None,
+    timezone_offset: str | None = None,
+    interval_seconds: int | str | None = None,
+    internal_comment: str = "",
+    now: datetime | None = None,
+) -> Recall:
+    """Schedule the session's recall. Raises BadRequest (WhenError) for bad input and Conflict
+    when the session already has a pending recall (also when a concurrent call won the race)."""
+    now = now or timezone.now()
+    if call_type not in Recall.CallType.values:
+        raise BadRequest(f"call_type={call_type!r} is not one of: once, recurring, immediate.")
+    instruction = _instruction(additional_context_message)
+    trigger_at = _trigger_at(call_type=call_type, when=when, timezone_offset=timezone_offset, now=now)
+    interval = _interval(call_type=call_type, interval_seconds=interval_seconds)
+    existing = recall_pending(session=session)
+    if existing is not None:
+        raise _already_pending(existing)
+    try:
+        with transaction.atomic():
+            recall = Recall.objects.create(
+                session=session,
+                call_type=call_type,
+                trigger_at=trigger_at,
+                interval_seconds=interval,
+                internal_comment=(internal_comment or "").strip()[:MAX_COMMENT_CHARS],
+                additional_context_message=instruction,
+            )
+            notify.on_commit_publish(recall, "scheduled")
+            notify.on_commit_enqueue(recall)
+    except IntegrityError:
+        raise _already_pending(recall_pending(session=session)) from None
+    log.info("recall_scheduled", session_id=str(session.id), recall_id=str(recall.id), call_type=call_type,
+             trigger_at=trigger_at.isoformat(), interval_seconds=interval)
+    return recall
+
+
+def recall_cancel(*, session: Session) -> Recall | None:
+    """Cancel the session's pending recall (a firing one too: its run finishes, nothing follows).
+    Returns the cancelled recall, or None when there was nothing to cancel."""
+    with transaction.atomic():
+        recall = (
+            Recall.objects.select_for_update()
+            .filter(session=session, status__in=[Recall.Status.PENDING, Recall.Status.FIRING])
+            .order_by("trigger_at")
+            .first()
+        )
+        if recall is None:
+            return None
+        recall.status = Recall.Status.CANCELLED
+        recall.save(update_fields=["status", "updated_at"])
+        notify.on_commit_publish(recall, "cancelled")
+    log.info("recall_cancelled", session_id=str(session.id), recall_id=str(recall.id))
+    return recall
+
+
+def next_occurrence(*, trigger_at: datetime, interval_seconds: int, now: datetime) -> datetime:
+    """The first ``trigger_at + k * interval`` (k >= 1) after ``now``: missed occurrences are skipped."""
+    step = timedelta(seconds=interval_seconds)
+    nxt = trigger_at + step
+    if nxt <= now:
+        missed = int((now - nxt) / step) + 1
+        nxt += step * missed
+    return nxt
+
+
+def recall_skip(*, session: Session, now: datetime | None = None) -> Recall:
+    """Skip the next occurrence of the session's recurring recall: trigger_at moves to
+    ``max(trigger_at, now) + interval`` (never into the past). Raises BadRequest when the session
+    has no recurring pending recall."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        recall = (
+            Recall.objects.select_for_update()
+            .filter(LIVE, session=session, call_type=Recall.CallType.RECURRING)
+            .first()
+        )
+        if recall is None or not recall.interval_seconds:
+            raise BadRequest("This session has no recurring pending recall to skip.")
+        recall.trigger_at = max(recall.trigger_at, now) + timedelta(seconds=recall.interval_seconds)
+        recall.save(update_fields=["trigger_at", "updated_at"])
+        notify.on_commit_publish(recall, "rescheduled")
+        if recall.status == Recall.Status.PENDING:  # a firing one is rescheduled when its run ends
+            notify.on_commit_enqueue(recall)
+    log.info("recall_skipped", session_id=str(session.id), recall_id=str(recall.id),
+             trigger_at=recall.trigger_at.isoformat())
+    return recall
+
+
+def describe(recall: Recall, *, now: datetime | None = None) -> str:
+    """One line for the model: what, when (ISO and relative), how often."""
+    now = now or timezone.now()
+    line = f"{recall.call_type} recall {recall.id} at {recall.trigger_at.isoformat()} "
+    line += f"({describe_delta(recall.trigger_at, now=now)})"
+    if recall.interval_seconds:
+        line += f", every {describe_delta(now + timedelta(seconds=recall.interval_seconds), now=now)[3:]}"
+    return line + f", status {recall.public_status}" + (" (running now)" if recall.status == "firing" else "")

@@ -1,0 +1,47 @@
+"""Celery tasks: ``recall.fire`` (one per occurrence, sent with eta=trigger_at) and
+``recall.sweep`` (beat, every 5 s: the safety net for lost tasks and dead workers).
+
+Both are idempotent: firing claims the occurrence with a status transition first.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+log = structlog.get_logger(__name__)
+
+
+@shared_task(name="recall.fire", bind=True, ignore_result=True)
+def fire(self: Any, recall_id: str, due_iso: str | None = None) -> str:
+    """Fire the occurrence of ``recall_id`` that was due at ``due_iso`` (a no-op if it is gone)."""
+    from recall_app.firing import default_worker, fire_recall
+
+    due = datetime.fromisoformat(due_iso) if due_iso else None
+    worker = getattr(self.request, "hostname", None) or default_worker()
+    return fire_recall(recall_id, due=due, worker=worker)
+
+
+@shared_task(name="recall.sweep", ignore_result=True)
+def sweep() -> dict[str, Any]:
+    from recall_app.firing import sweep as run_sweep
+
+    return run_sweep()
+
+
+def enqueue_fire(recall_id: str, due: datetime) -> None:
+    """Send the fire task of one occurrence, due at ``due``.
+
+    Occurrences further away than RECALL_ETA_HORIZON_SECONDS get no ETA task: a Redis
+    broker redelivers unacknowledged ETA messages after its visibility timeout, and a
+    worker would hold days-long ETAs in memory. The sweep fires those when they are due.
+    """
+    horizon = timedelta(seconds=int(getattr(settings, "RECALL_ETA_HORIZON_SECONDS", 3000)))
+    now = timezone.now()
+    if due - now > horizon:
+        return
+    fire.apply_async(args=[recall_id, due.isoformat()], eta=due if due > now else None)

@@ -1,0 +1,255 @@
+"""``parse_when``: the trigger times a model may write (spec 004 ``schedule_recall.when``).
+
+Strict: a small grammar, no fuzzy guessing. Accepted forms (case-insensitive):
+
+* durations from now: ``30m``, ``45s``, ``2h 15m``, ``1d``, ``1h30m``, ``in 3 hours``,
+  ``in 90 minutes``, ``in an hour``. Added to ``now`` as absolute time, so ``in 24 hours``
+  is exactly 24 h even across a daylight-saving change.
+* wall-clock times: ``[today|tomorrow|<weekday>|next <weekday>] [at] <time>`` (the day
+  may also follow the time: ``9am tomorrow``); ``<time>`` is ``14:00``, ``9:05``,
+  ``9am``, ``9:30 pm``, ``noon`` or ``midnight``. A bare time (``at 14:00``) that has
+  passed today means tomorrow; ``today at ...`` in the past is an error. ``<weekday>``
+  is its next occurrence, today included while the time is ahead; ``next <weekday>``
+  is the first one after today.
+* ISO 8601: ``2026-05-16T14:00:00+02:00``, ``...Z``; without an offset the time is local.
+
+Local time is ``timezone_offset`` (``±HH:MM``) when given, else ``tz``, else UTC.
+Wall-clock arithmetic happens in that zone, so ``tomorrow at 09:00`` in
+Europe/Berlin is 09:00 Berlin time whatever the offset that day.
+The result is an aware UTC datetime strictly after ``now``.
+"""
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import timezone as dt_timezone
+from zoneinfo import ZoneInfo
+
+from dateutil import parser as du_parser
+from dateutil.relativedelta import relativedelta
+from dateutil.relativedelta import weekday as du_weekday
+
+from navi_site.errors import BadRequest
+
+ACCEPTED_FORMS = (
+    "Accepted forms: durations '30m', '45s', '2h 15m', '1d', 'in 3 hours', 'in 90 minutes'; "
+    "clock times 'at 14:00', 'today at 18:30', 'tomorrow at 09:00', 'tomorrow 9am', 'monday at 17:00', "
+    "'next monday 8am'; ISO 8601 with offset '2026-05-16T14:00:00+02:00' (without an offset, pass "
+    "timezone_offset like '+02:00')."
+)
+
+_UNITS = {
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "week": 604800, "weeks": 604800,
+}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY_ALIASES = {name[:3]: i for i, name in enumerate(_WEEKDAYS)} | {n: i for i, n in enumerate(_WEEKDAYS)}
+
+_UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
+_PART = rf"(?:(\d+(?:\.\d+)?)\s*|(an?)\s+)({_UNIT_RE})(?![a-z])"
+_DURATION_RE = re.compile(rf"^(?:in\s+)?(?:{_PART}(?:\s*,\s*|\s+and\s+|\s*))+$")
+_PART_RE = re.compile(_PART)
+_OFFSET_RE = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
+_TIME_RE = r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?::(?P<second>\d{2}))?\s*(?P<ampm>am|pm)?|(?P<word>noon|midnight)"
+_DAY_RE = r"(?P<day>today|tomorrow|(?:next\s+|on\s+)?(?!at\b)[a-z]+)"
+_CLOCK_RES = (
+    re.compile(rf"^(?:{_DAY_RE}\s+)?(?:at\s+)?(?:{_TIME_RE})$"),
+    re.compile(rf"^(?:at\s+)?(?:{_TIME_RE})\s+{_DAY_RE}$"),
+)
+_ISO_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+class WhenError(BadRequest):
+    """``when`` (or an interval) cannot be understood or is not in the future."""
+
+
+def _fail(problem: str) -> WhenError:
+    return WhenError(f"{problem} {ACCEPTED_FORMS}")
+
+
+def parse_offset(value: str) -> tzinfo:
+    """``±HH:MM`` (or ``±HHMM``, ``Z``, ``UTC``) as a fixed-offset tzinfo."""
+    text = value.strip().upper()
+    if text in {"Z", "UTC"}:
+        return UTC
+    match = _OFFSET_RE.match(text)
+    if not match:
+        raise WhenError(f"timezone_offset {value!r} is not valid: use ±HH:MM, for example '+02:00' or '-05:00'.")
+    sign, hours, minutes = match.group(1), int(match.group(2)), int(match.group(3))
+    if hours > 14 or minutes >= 60:
+        raise WhenError(f"timezone_offset {value!r} is out of range (-14:00 to +14:00).")
+    delta = timedelta(hours=hours, minutes=minutes)
+    return dt_timezone(-delta if sign == "-" else delta)
+
+
+def _local_zone(timezone_offset: str | None, tz: ZoneInfo | None) -> tzinfo:
+    if timezone_offset:
+        return parse_offset(timezone_offset)
+    return tz or UTC
+
+
+def parse_duration(text: str) -> int | None:
+    """Seconds of a duration like ``2h 15m`` / ``in 90 minutes``; None if ``text`` is not one."""
+    text = " ".join(text.strip().lower().split())
+    if not text or not _DURATION_RE.match(text):
+        return None
+    total = 0.0
+    for amount, article, unit in _PART_RE.findall(text):
+        total += (1.0 if article else float(amount)) * _UNITS[unit]
+    return round(total)
+
+
+def _clock_time(match: re.Match[str]) -> time:
+    word = match.group("word")
+    if word:
+        return time(12) if word == "noon" else time(0)
+    hour, ampm = int(match.group("hour")), match.group("ampm")
+    minute, second = int(match.group("minute") or 0), int(match.group("second") or 0)
+    if ampm is None and match.group("minute") is None:
+        raise _fail(f"'{match.group(0)}' is ambiguous: write the time as HH:MM (e.g. 09:00) or with am/pm.")
+    if ampm:
+        if not 1 <= hour <= 12:
+            raise _fail(f"'{hour}{ampm}' is not a valid hour.")
+        hour = hour % 12 + (12 if ampm == "pm" else 0)
+    if hour > 23 or minute > 59 or second > 59:
+        raise _fail(f"'{match.group(0)}' is not a valid time of day.")
+    return time(hour, minute, second)
+
+
+def _day(day: str | None, today: date, at: time, local_now: datetime) -> tuple[date, bool]:
+    """The date a day word means, and whether a past time may roll over to the next day."""
+    if day is None:
+        return today, True
+    if day == "today":
+        return today, False
+    if day == "tomorrow":
+        return today + timedelta(days=1), False
+    words = day.split()
+    strict_next = words[0] == "next"
+    name = words[-1] if words[0] in {"next", "on"} else day
+    if name not in _WEEKDAY_ALIASES or (len(words) > 1 and len(words) != 2):
+        raise _fail(f"'{day}' is not a day I understand (today, tomorrow, monday, next friday).")
+    target = _WEEKDAY_ALIASES[name]
+    start = today + timedelta(days=1) if strict_next else today
+    found = start + relativedelta(weekday=du_weekday(target))
+    if found == today and at <= local_now.time():
+        found += timedelta(days=7)
+    return found, False
+
+
+def _localize(naive: datetime, zone: tzinfo) -> datetime:
+    if isinstance(zone, ZoneInfo):
+        # Round-trip through UTC so a time in the spring-forward gap lands on a real instant.
+        return naive.replace(tzinfo=zone).astimezone(UTC).astimezone(zone)
+    return naive.replace(tzinfo=zone)
+
+
+def _parse_clock(text: str, *, now: datetime, zone: tzinfo) -> datetime | None:
+    for pattern in _CLOCK_RES:
+        match = pattern.match(text)
+        if match:
+            break
+    else:
+        return None
+    at = _clock_time(match)
+    local_now = now.astimezone(zone)
+    day, rolls = _day(match.group("day"), local_now.date(), at, local_now)
+    result = _localize(datetime.combine(day, at), zone)
+    if result <= now and rolls:
+        result = _localize(datetime.combine(day + timedelta(days=1), at), zone)
+    return result
+
+
+def _parse_iso(text: str, *, zone: tzinfo) -> datetime:
+    if len(text) == 10:
+        raise _fail(f"'{text}' has no time of day: write e.g. '{text}T09:00:00+02:00'.")
+    try:
+        value = du_parser.isoparse(text.upper().replace(" ", "T", 1))
+    except (ValueError, OverflowError):
+        raise _fail(f"'{text}' is not a valid ISO 8601 time.") from None
+    return value if value.tzinfo else _localize(value, zone)
+
+
+def parse_when(
+    when: str, *, now: datetime, timezone_offset: str | None = None, tz: ZoneInfo | None = None
+) -> datetime:
+    """The aware UTC instant ``when`` means, relative to ``now``.
+
+    Raises WhenError (a BadRequest whose message lists the accepted forms) for text it
+    does not understand, a bad ``timezone_offset`` and any time not after ``now``.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    text = " ".join(str(when or "").strip().lower().split())
+    if not text:
+        raise _fail("'when' is empty.")
+    zone = _local_zone(timezone_offset, tz)
+    try:
+        seconds = parse_duration(text)
+        if seconds is not None:
+            if seconds <= 0:
+                raise _fail(f"'{when}' is not a positive duration.")
+            result = now + timedelta(seconds=seconds)
+        elif _ISO_RE.match(text):
+            result = _parse_iso(text, zone=zone)
+        else:
+            parsed = _parse_clock(text, now=now, zone=zone)
+            if parsed is None:
+                raise _fail(f"I do not understand when={when!r}.")
+            result = parsed
+    except OverflowError:
+        raise _fail(f"'{when}' is too far in the future.") from None
+    result = result.astimezone(UTC)
+    if result <= now:
+        raise WhenError(
+            f"when={when!r} is {result.isoformat()}, which is not in the future (now is "
+            f"{now.astimezone(UTC).isoformat()}). Give a future time, e.g. '30m' or 'tomorrow at 09:00'."
+        )
+    return result
+
+
+def parse_interval(value: int | float | str | None) -> int:
+    """Seconds of an interval given as a number or a duration string (``300``, ``"5m"``, ``"every 2h"``).
+
+    Raises WhenError for anything that is not a positive whole number of seconds.
+    """
+    if isinstance(value, bool) or value is None:
+        raise WhenError("interval_seconds must be a positive number of seconds, e.g. 300 or '5m'.")
+    if isinstance(value, int | float):
+        seconds = int(value)
+        if seconds != value or seconds <= 0:
+            raise WhenError(f"interval_seconds={value!r} must be a positive whole number of seconds.")
+        return seconds
+    text = " ".join(str(value).strip().lower().split())
+    if text.startswith("every "):
+        text = text[6:]
+    if text.isdigit():
+        seconds = int(text)
+    else:
+        parsed = parse_duration(text)
+        if parsed is None:
+            raise WhenError(f"interval_seconds={value!r} is not a duration: use seconds (300) or '5m', '1h 30m'.")
+        seconds = parsed
+    if seconds <= 0:
+        raise WhenError(f"interval_seconds={value!r} must be positive.")
+    return seconds
+
+
+def describe_delta(target: datetime, *, now: datetime) -> str:
+    """``in 30 minutes`` / ``in 2 hours 15 minutes`` / ``5 minutes ago`` / ``now``: for tool confirmations."""
+    seconds = int(round((target - now).total_seconds()))
+    if abs(seconds) >= 60:  # whole minutes: "in 20 minutes", not "in 19 minutes 59 seconds"
+        seconds = int(round(seconds / 60)) * 60
+    if seconds == 0:
+        return "now"
+    rest, parts = abs(seconds), []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+        if len(parts) == 2:
+            break
+    return f"in {' '.join(parts)}" if seconds > 0 else f"{' '.join(parts)} ago"

@@ -1,0 +1,161 @@
+"""``schedule_recall`` and ``manage_recall`` (spec 004): the agent schedules its own future work."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from agent.ctx import current_session_id, current_user_id
+from navi_site.errors import NaviError
+from recall_app import services
+from recall_app.models import Recall
+from sessions_app.models import Session
+from tools_app.base import Tool, ToolError, ToolResult
+
+INSTRUCTION_RULES = (
+    "additional_context_message is the instruction your future self receives when the recall fires, "
+    "headless, with nobody to ask. Write it as a todo item for yourself, not as a chat reminder, and name "
+    "the specific tools, files or URLs to use. "
+    "BAD: \"Tell the user that 2 hours have passed\". "
+    "GOOD: \"Read /tmp/build.log with filesystem. If errors, read last 50 lines and report.\""
+)
+
+
+def _session_for(session_id: str | None) -> Session:
+    """The target session: the current one, or another session of the current user."""
+    from sessions_app.services import session_access
+
+    user_id = current_user_id.get()
+    target = session_id or current_session_id.get()
+    if not target:
+        raise ToolError("No session: this tool only works inside a chat session.")
+    if user_id is None:
+        if session_id and session_id != current_session_id.get():
+            raise ToolError(f"Session {session_id} not found.")
+        session = Session.objects.filter(pk=target).first()
+        if session is None:
+            raise ToolError(f"Session {target} not found.")
+        return session
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model()(pk=user_id)
+    try:
+        return session_access(user=user, session_id=target)
+    except NaviError as exc:
+        raise ToolError(exc.message) from None
+
+
+def _confirm(recall: Recall) -> str:
+    line = services.describe(recall, now=timezone.now())
+    if recall.call_type == Recall.CallType.IMMEDIATE:
+        line += " (it starts as soon as the session is idle; if this turn is still running, within about a minute)"
+    return f"Recall scheduled: {line}."
+
+
+class ScheduleRecallTool(Tool):
+    name: ClassVar[str] = "schedule_recall"
+    description: ClassVar[str] = (
+        "Schedule headless future work for yourself in this session (a 'recall'): when it fires you wake up, "
+        "read your instruction and continue with your tools while the user may watch live. Use it to check "
+        "something later (build logs in 30 minutes), poll something periodically, or continue heavy work "
+        "without blocking the chat. call_type: 'once' (at 'when'), 'recurring' (first at 'when', then every "
+        "interval_seconds), 'immediate' (as soon as possible). A session has at most one pending recall: to "
+        "replace it, first call manage_recall(action=\"cancel\"). Prefer relative times for 'when' ('30m', "
+        "'2h 15m', 'in 3 hours', 'tomorrow at 09:00'); use an ISO 8601 time only if you know the user's "
+        "timezone, and pass timezone_offset (±HH:MM) with absolute or clock times when the user's timezone is "
+        "known (otherwise they are UTC). " + INSTRUCTION_RULES
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "call_type": {"type": "string", "enum": ["once", "recurring", "immediate"],
+                          "description": "once, recurring or immediate."},
+            "when": {"type": "string", "description": "Trigger time, required for once/recurring. Relative "
+                     "formats preferred: '30m', '2h 15m', 'in 3 hours', 'tomorrow at 09:00'. ISO 8601 only if "
+                     "the timezone is known."},
+            "timezone_offset": {"type": "string", "description": "±HH:MM, e.g. '+02:00': the user's timezone "
+                                "for absolute and clock times, when known."},
+            "interval_seconds": {"type": "integer", "minimum": 1, "description": "Repeat interval in seconds, "
+                                 "required for recurring (e.g. 300 = every 5 minutes)."},
+            "internal_comment": {"type": "string", "description": "Short human-readable note (shown in the UI)."},
+            "additional_context_message": {"type": "string", "description": "Your self-instruction, written as "
+                                           "a todo naming tools, files or URLs. " + INSTRUCTION_RULES},
+        },
+        "required": ["call_type", "additional_context_message"],
+    }
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        recall = await sync_to_async(self._schedule)(params)
+        return ToolResult(success=True, output=_confirm(recall), metadata={"recall_id": str(recall.id)})
+
+    @staticmethod
+    def _schedule(params: dict[str, Any]) -> Recall:
+        session = _session_for(None)
+        try:
+            return services.recall_schedule(
+                session=session,
+                call_type=str(params.get("call_type") or "").strip().lower(),
+                when=params.get("when"),
+                timezone_offset=params.get("timezone_offset") or None,
+                interval_seconds=params.get("interval_seconds"),
+                internal_comment=str(params.get("internal_comment") or ""),
+                additional_context_message=str(params.get("additional_context_message") or ""),
+            )
+        except NaviError as exc:
+            raise ToolError(exc.message) from None
+
+
+class ManageRecallTool(Tool):
+    name: ClassVar[str] = "manage_recall"
+    description: ClassVar[str] = (
+        "Manage scheduled recalls. action='cancel' removes the session's pending recall (the standard step "
+        "before scheduling a different one); action='skip' skips the next occurrence of a recurring recall "
+        "(moves it one interval later, never into the past); action='list' shows all recalls of the session "
+        "(pending, fired, cancelled) with their recent runs. session_id defaults to the current session; it "
+        "may name another session of the same user."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["cancel", "skip", "list"], "description": "cancel, skip or list."},
+            "session_id": {"type": "string", "description": "Target session (defaults to the current one)."},
+        },
+        "required": ["action"],
+    }
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        action = str(params.get("action") or "").strip().lower()
+        if action not in {"cancel", "skip", "list"}:
+            raise ToolError("action must be 'cancel', 'skip' or 'list'.")
+        output = await sync_to_async(self._run)(action, params.get("session_id") or None)
+        return ToolResult(success=True, output=output)
+
+    @staticmethod
+    def _run(action: str, session_id: str | None) -> str:
+        session = _session_for(str(session_id) if session_id else None)
+        try:
+            if action == "cancel":
+                recall = services.recall_cancel(session=session)
+                return f"Cancelled the {recall.call_type} recall {recall.id}." if recall else (
+                    "There is no pending recall to cancel in this session.")
+            if action == "skip":
+                recall = services.recall_skip(session=session)
+                return f"Skipped one occurrence. Next: {services.describe(recall)}."
+        except NaviError as exc:
+            raise ToolError(exc.message) from None
+        return _render_list(services.recall_list(session=session, limit=20))
+
+
+def _render_list(recalls: list[Recall]) -> str:
+    if not recalls:
+        return "This session has no recalls."
+    now = timezone.now()
+    lines = [f"Recalls of this session ({len(recalls)}, newest first):"]
+    for recall in recalls:
+        lines.append(f"- {services.describe(recall, now=now)}; fired {recall.fire_count}x"
+                     + (f"; note: {recall.internal_comment}" if recall.internal_comment else ""))
+        for run in list(recall.runs.all())[:3]:
+            lines.append(f"    run due {run.due_at.isoformat()}: {run.outcome}"
+                         + (f" ({run.error[:120]})" if run.error else ""))
+    return "\n".join(lines)
