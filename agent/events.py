@@ -158,8 +158,16 @@ AgentEvent = (
     | SessionSync
 )
 
+def _wire_type(cls: type[Any]) -> str:
+    """The default of an event class's ``type`` field: its name on the wire."""
+    default = cls.__dataclass_fields__["type"].default
+    if not isinstance(default, str):
+        raise TypeError(f"{cls.__name__}.type has no string default")
+    return default
+
+
 EVENT_TYPES: dict[str, type[Any]] = {
-    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    _wire_type(cls): cls
     for cls in (
         StreamStart, ThinkingDelta, ThinkingEnd, TurnThinking, PlanReady, ToolStarted,
         ToolCall, StreamDelta, StreamEnd, StreamStopped, ContextCompressed,

@@ -473,7 +473,7 @@ def _fallback_answer(history: list[ChatMessage]) -> str:
     last = next((m for m in reversed(history) if m.role == "tool" and m.content), None)
     if last is None:
         return "I could not produce an answer this time. Please rephrase or try again."
-    return f"I kept repeating the same tool call instead of answering. The last result I got was:\n\n{last.content[:2000]}"
+    return f"I kept repeating the same tool call instead of answering. The last result I got was:\n\n{(last.content or '')[:2000]}"
 
 
 def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from asgiref.sync import sync_to_async
 
@@ -36,7 +37,7 @@ class ProfileSpec:
 
     @classmethod
     def from_model(cls, obj: object) -> ProfileSpec:
-        values = {}
+        values: dict[str, Any] = {}
         for f in fields(cls):
             value = getattr(obj, f.name)
             values[f.name] = tuple(value) if isinstance(value, list) else value

@@ -44,6 +44,7 @@ def profile_get(*, profile_id: str) -> AgentProfile:
 
 
 def session_create(*, owner: Any, profile_id: str | None = None, title: str = "") -> Session:
+    profile: AgentProfile | None
     if profile_id:
         profile = profile_get(profile_id=profile_id)
     else:

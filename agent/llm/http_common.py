@@ -137,6 +137,11 @@ async def iter_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
         yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict (a JSON object), else an empty dict."""
+    return value if isinstance(value, dict) else {}
+
+
 def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -150,7 +155,7 @@ def parse_arguments(name: str, raw: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return {}, f"the arguments for tool '{name}' are not valid JSON ({exc.msg} at char {exc.pos}): {raw[:200]!r}"
         if isinstance(value, dict):
             return value, None

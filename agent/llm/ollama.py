@@ -34,6 +34,7 @@ from agent.llm.base import (
     ToolCallRequest,
 )
 from agent.llm.http_common import (
+    as_dict,
     check_network_guard,
     error_text,
     iter_lines,
@@ -334,7 +335,7 @@ def _parse_line(line: str) -> dict[str, Any] | None:
 
 def chunks_from_line(data: dict[str, Any]) -> list[StreamChunk]:
     """The normalised chunks of one NDJSON line (thinking, text, tool calls, done)."""
-    message = data.get("message") if isinstance(data.get("message"), dict) else {}
+    message = as_dict(data.get("message"))
     chunks: list[StreamChunk] = []
     thinking = message.get("thinking")
     if isinstance(thinking, str) and thinking:
@@ -363,7 +364,7 @@ def parse_tool_calls(raw: Any) -> tuple[ToolCallRequest, ...]:
     for item in raw:
         function = item.get("function") if isinstance(item, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(function, dict) or not isinstance(name, str) or not name:
             log.warning("ollama_tool_call_without_name", call=str(item)[:200])
             continue
         arguments, problem = parse_arguments(name, function.get("arguments"))
@@ -375,7 +376,7 @@ def parse_tool_calls(raw: Any) -> tuple[ToolCallRequest, ...]:
 def _completion(data: dict[str, Any]) -> Completion:
     if "error" in data:
         raise LLMError(f"the {SERVER} reported an error: {data['error']}")
-    message = data.get("message") if isinstance(data.get("message"), dict) else {}
+    message = as_dict(data.get("message"))
     return Completion(
         text=message.get("content") or "",
         thinking=message.get("thinking") or "",

@@ -30,6 +30,7 @@ from agent.llm.base import (
     ToolCallRequest,
 )
 from agent.llm.http_common import (
+    as_dict,
     check_network_guard,
     iter_lines,
     mentions_unsupported,
@@ -286,7 +287,7 @@ class _StreamState:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return []
         choice = choices[0]
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = as_dict(choice.get("delta"))
         chunks: list[StreamChunk] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
@@ -312,7 +313,7 @@ class _StreamState:
             partial = self.calls.setdefault(index, _PartialCall())
             if isinstance(item.get("id"), str) and item["id"]:
                 partial.id = item["id"]
-            function = item.get("function") if isinstance(item.get("function"), dict) else {}
+            function = as_dict(item.get("function"))
             if isinstance(function.get("name"), str):
                 partial.name += function["name"]
             arguments = function.get("arguments")
@@ -381,11 +382,11 @@ def _completion(data: Any, base_url: str) -> Completion:
         raise LLMError(f"the {SERVER} at {base_url} reported an error: {_error_message(data)}")
     choices = data.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    message = as_dict(choice.get("message"))
     state = _StreamState()
     state.add_fragments(message.get("tool_calls"))
     calls = state.flush_calls()
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = as_dict(data.get("usage"))
     return Completion(
         text=message.get("content") or "",
         thinking=message.get("reasoning_content") or message.get("reasoning") or "",

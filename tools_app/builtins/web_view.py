@@ -29,7 +29,7 @@ _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 def _clean(soup: BeautifulSoup, base_url: str) -> None:
     for tag in soup.find_all(_DROP):
         tag.decompose()
-    for tag in soup.find_all(attrs={"hidden": True}):
+    for tag in soup.find_all(None, attrs={"hidden": True}):
         tag.decompose()
     for a in soup.find_all("a", href=True):
         href = str(a["href"]).strip()

@@ -162,8 +162,12 @@ def _check_imports(tree: ast.Module, forbidden_roots: Sequence[Path], problems: 
         if isinstance(node, ast.ImportFrom) and node.level:
             problems.append(f"line {node.lineno}: relative imports are not allowed")
             continue
-        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module or ""]
+        else:
+            continue
         for module in modules:
             problem = _import_problem(module.split(".")[0], forbidden_roots)
             if problem:

@@ -1,0 +1,98 @@
+"""``manage.py real_model setup|start|stop|status|profile``: a small local model on a plain CPU.
+
+    python manage.py real_model setup [--cache DIR] [--model qwen|smollm]
+    python manage.py real_model start [--port 8089] [--model qwen]
+    python manage.py real_model stop
+    python manage.py real_model status
+    python manage.py real_model profile [--model qwen] [--aids on|off]
+
+Everything lives in the cache directory (``--cache``, else $NAVI_REAL_MODEL_DIR, else
+~/.cache/navi/real-model), never in the repository.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agent.realmodel import catalog, server, weights
+from agent.realmodel.profile import PROFILE_ID, profile_upsert
+
+
+class Command(BaseCommand):
+    help = "Install, run and use a small local model (llama-cpp-python server) — no GPU, no internet after setup."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("action", choices=["setup", "start", "stop", "status", "profile"])
+        parser.add_argument("--cache", default=None, help=f"Cache directory (default ${catalog.CACHE_ENV} "
+                            f"or {catalog.DEFAULT_CACHE}).")
+        parser.add_argument("--model", default="qwen", choices=sorted(catalog.MODELS))
+        parser.add_argument("--port", type=int, default=catalog.DEFAULT_PORT)
+        parser.add_argument("--aids", choices=["on", "off"], default="on",
+                            help="profile: the local-model aids of local_small (for comparisons).")
+        parser.add_argument("--no-profile", action="store_true", help="setup: do not create the local_small profile.")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        spec = catalog.model_spec(opts["model"])
+        cache = catalog.cache_dir(opts["cache"])
+        paths = server.Paths(cache=cache)
+        try:
+            getattr(self, f"_{opts['action']}")(spec, paths, opts)
+        except (weights.WeightsError, server.ServerError) as exc:
+            raise CommandError(str(exc)) from None
+
+    def _echo(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _setup(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        paths.cache.mkdir(parents=True, exist_ok=True)
+        self._echo(f"Cache: {paths.cache}")
+        weights.ensure_weights(spec, paths.cache, echo=self._echo)
+        server.ensure_server(paths, echo=self._echo)
+        if not opts["no_profile"]:
+            self._profile(spec, paths, opts)
+        port = opts["port"]
+        self._echo(self.style.SUCCESS(f"\nReady: {spec.title}."))
+        self._echo(f"""
+Start the model server (background, loopback only):
+    python manage.py real_model start --port {port}{_model_flag(spec)}
+Then give Navi these settings (in .env or the environment) and restart it:
+    OPENAI_BASE_URL={server.base_url(port)}
+    OLLAMA_NUM_CTX={spec.n_ctx}
+and chat with the profile '{PROFILE_ID}' (llm_backend=openai, model={spec.alias}); in the admin you can
+set any other profile to llm_backend=openai and model={spec.alias}.
+Stop the server with: python manage.py real_model stop""")
+
+    def _start(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        model_path = paths.cache / "models" / spec.filename
+        if not weights.stamp_ok(model_path, spec):
+            raise CommandError(f"{spec.title} is not installed in {paths.cache}: run "
+                               f"`python manage.py real_model setup{_model_flag(spec)}` first")
+        url = server.start(paths, spec, model_path, port=opts["port"], echo=self._echo)
+        self._echo(f"OPENAI_BASE_URL={url}\nLog: {paths.log}")
+
+    def _stop(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        server.stop(paths, echo=self._echo)
+
+    def _status(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        st = server.status(paths)
+        installed = [m.key for m in catalog.MODELS.values()
+                     if weights.stamp_ok(paths.cache / "models" / m.filename, m)]
+        self._echo(f"cache:   {paths.cache}")
+        self._echo(f"weights: {', '.join(installed) or 'none'}")
+        self._echo(f"server:  llama-cpp-python {st['installed'] or 'not installed'}")
+        if st["running"]:
+            self._echo(f"running: pid {st['pid']} at {st['url']} (models: {', '.join(st['models'] or []) or 'not answering'})")
+        else:
+            self._echo("running: no")
+        self._echo(f"log:     {st['log']}")
+
+    def _profile(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on")
+        self._echo(f"profile: {PROFILE_ID} {'created' if created else 'updated'} "
+                   f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']})")
+
+
+def _model_flag(spec: catalog.ModelSpec) -> str:
+    return "" if spec.key == "qwen" else f" --model {spec.key}"
