@@ -3,13 +3,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
+from navi_site.auth import api_auth
+from navi_site.errors import BadRequest, Conflict, NaviError
+from sessions_app import files as session_files
 from sessions_app import selectors, services
 from sessions_app.models import Session
 from sessions_app.schemas import (
+    ErrorOut,
+    FileOut,
+    MessageIn,
+    MessageOut,
     OkOut,
     PinIn,
     SessionCreatedOut,
@@ -18,6 +26,7 @@ from sessions_app.schemas import (
     SessionOut,
     SessionPage,
     SessionPatchIn,
+    StopOut,
 )
 
 router = Router(tags=["sessions"])
@@ -50,13 +59,13 @@ def create_session(request: HttpRequest, payload: SessionCreateIn) -> Status:
 def list_sessions(
     request: HttpRequest,
     limit: int = Query(50, ge=1, le=200),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000_000),
     q: str = Query("", max_length=200, description="Search in titles"),
     has_pending_recall: bool | None = None,
 ) -> dict[str, Any]:
     from sessions_app.hooks import filter_sessions, session_flags
 
-    qs = filter_sessions(selectors.session_list(user=request.user, q=q), has_pending_recall=has_pending_recall)
+    qs = filter_sessions(selectors.session_list(user=request.user, q=q.replace("\x00", "")), has_pending_recall=has_pending_recall)
     total = qs.count()
     page = list(qs[offset : offset + limit])
     flags = session_flags([s.id for s in page])
@@ -73,7 +82,7 @@ def get_session(
     request: HttpRequest,
     session_id: str,
     limit: int = Query(200, ge=1, le=1000, description="How many of the latest messages"),
-    before: int | None = Query(None, ge=1, description="Only messages with seq below this (older pages)"),
+    before: int | None = Query(None, ge=1, le=2**62, description="Only messages with seq below this (older pages)"),
 ) -> dict[str, Any]:
     from sessions_app.hooks import session_flags
 
@@ -118,7 +127,93 @@ def patch_session(request: HttpRequest, session_id: str, payload: SessionPatchIn
 
 
 @router.delete("/{session_id}", response=OkOut, summary="Delete a session and its uploaded files")
-def delete_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
-    session = services.session_access(user=request.user, session_id=session_id)
-    services.session_delete(session=session)
+async def delete_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    from sessions_app.runs import get_run_registry
+
+    session = await _aaccess(request, session_id)
+    registry = get_run_registry()
+    if await registry.arequest_stop(str(session.id)):  # stop first: the turn must not write into a deleted session
+        await registry.wait_idle(str(session.id), within=15)
+    await sync_to_async(services.session_delete)(session=session)
     return {"ok": True}
+
+
+# -- transport: files, non-streaming messages, stop ---------------------------------------------
+
+
+async def _aaccess(request: HttpRequest, session_id: str) -> Session:
+    return await sync_to_async(services.session_access)(user=request.auth, session_id=session_id)  # type: ignore[attr-defined]
+
+
+class _UploadLimit:
+    """First in the auth chain of the upload: installs the size-limited upload handler before
+    anything (the CSRF check of cookie auth) parses the multipart body. Authenticates nobody."""
+
+    def __call__(self, request: HttpRequest) -> None:
+        session_files.install_upload_handler(request)
+        return None
+
+
+_MULTIPART = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {"file": {"type": "string", "format": "binary"}},
+        }}},
+    }
+}
+
+
+@router.post("/{session_id}/files", response={201: FileOut, 404: ErrorOut, 413: ErrorOut}, auth=[_UploadLimit(), *api_auth],
+             summary="Upload a file into the session (multipart, field 'file')", openapi_extra=_MULTIPART)
+def upload_file(request: HttpRequest, session_id: str) -> Status:
+    handler = getattr(request, "_navi_upload_handler", None)
+    try:
+        session = services.session_access(user=request.auth, session_id=session_id)  # type: ignore[attr-defined]
+        row = session_files.file_store(session=session, request=request)
+    finally:
+        if handler is not None:
+            handler.cleanup()  # whatever was not moved into the session (errors, extra fields)
+    return Status(201, session_files.file_out(row))
+
+
+@router.get("/{session_id}/files", response=list[FileOut], summary="The session's uploads that have not expired")
+def list_files(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
+    session = services.session_access(user=request.user, session_id=session_id)
+    return [session_files.file_out(f) for f in session_files.file_list(session=session)]
+
+
+@router.post("/{session_id}/messages", response={200: MessageOut, 404: ErrorOut, 409: ErrorOut, 502: ErrorOut},
+             summary="Send a message and wait for the whole answer (WebSocket clients see it live)")
+async def post_message(request: HttpRequest, session_id: str, payload: MessageIn) -> Any:
+    from sessions_app.frames import FrameError, clean_image
+    from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
+
+    session = await _aaccess(request, session_id)
+    if not payload.content.strip():
+        raise BadRequest("The message is empty: send some text in 'content'.")
+    try:
+        images = tuple(clean_image(img, i) for i, img in enumerate(payload.images))
+    except FrameError as exc:
+        raise BadRequest(exc.message) from None
+    refs = [f if isinstance(f, str) else f.dict(exclude_none=True) for f in payload.files]
+    files = await sync_to_async(session_files.files_resolve)(session_id=str(session.id), refs=refs) if refs else []
+    user = request.auth  # type: ignore[attr-defined]
+    request_ = TurnRequest(session_id=str(session.id), text=payload.content, user_id=user.pk,
+                           user_role="staff" if user.is_staff else "user", images=images, files=tuple(files))
+    try:
+        result = await get_run_registry().run_turn(request_)
+    except SessionBusy as exc:
+        raise Conflict(exc.message) from None
+    if result.error is not None:
+        raise NaviError(result.error, status=502)
+    return {"content": result.content, "stopped": result.stopped}
+
+
+@router.post("/{session_id}/stop", response=StopOut, summary="Ask the running turn to stop (cooperative)")
+async def stop_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    from sessions_app.runs import arequest_stop
+
+    session = await _aaccess(request, session_id)
+    return {"ok": True, "stopped": await arequest_stop(str(session.id))}

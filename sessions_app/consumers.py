@@ -1,24 +1,38 @@
 """WebSocket ws/sessions/{id}: a thin consumer.
 
-It authenticates, checks the session belongs to the user, joins the session's
-group and forwards events. Turns run in the run registry, never in this consumer.
+It authenticates, checks the session belongs to the user, joins the session's group,
+replays the running turn (or sends session_sync), forwards events, and hands inbound
+frames to the run registry. Turns run in the registry, never in this consumer: closing
+the socket does not stop them, and a stop frame is read while a turn runs.
+
+Replay without gap or duplicate: the consumer joins the group *before* reading the
+log. Channels dispatches a consumer's messages one at a time, so events published
+while ``on_joined`` reads the log wait in the channel's queue and are handled after
+it; every event carries ``seq`` and anything at or below the last one sent is dropped.
 """
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from typing import Any
+from urllib.parse import parse_qs
 
 import structlog
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from navi_site.errors import NotFound
 from sessions_app.bus import group_name
+from sessions_app.frames import FrameError, MessageFrame, TokenBucket, parse_frame
 
 log = structlog.get_logger(__name__)
 
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN_ORIGIN = 4403
 CLOSE_NOT_FOUND = 4004
+RATE_LIMIT_MESSAGE = "Too many frames: slow down (at most 20 per second). Frames over the limit are ignored."
 
 
 @database_sync_to_async
@@ -31,6 +45,21 @@ def _access(user: Any, session_id: str) -> Any:
         return session_access(user=user, session_id=session_id)
     except NotFound:
         return False
+
+
+@database_sync_to_async
+def _resolve_files(session_id: str, refs: list[Any]) -> list[dict[str, Any]]:
+    from sessions_app.files import files_resolve
+
+    return files_resolve(session_id=session_id, refs=refs)
+
+
+def _after(scope: dict[str, Any]) -> int | None:
+    raw = parse_qs(scope.get("query_string", b"").decode("latin1")).get("after", [""])[0]
+    try:
+        return max(0, int(raw)) if raw else None
+    except ValueError:
+        return None
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
@@ -49,17 +78,130 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         self.session_id = str(session.id)
         self.group = group_name(session.id)
+        user = self.scope["user"]
+        self.user_id: int = user.pk
+        self.user_role = "staff" if user.is_staff else "user"
+        self.last_seq = 0
+        self.last_sent = time.monotonic()
+        self.bucket = TokenBucket()
+        self.log = log.bind(session_id=self.session_id, user_id=self.user_id)
         # Join before accepting, so no event published after the handshake is missed.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self.heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
         await self.on_joined()
 
     async def on_joined(self) -> None:
-        """Hook for the transport: replay, session_sync."""
+        """Replay the running turn (events with seq > ?after), or session_sync when idle."""
+        from sessions_app.runs import get_run_registry
+
+        after = _after(self.scope)
+        snap = await get_run_registry().snapshot(self.session_id)
+        latest = snap.events[-1]["seq"] if snap.events else 0
+        if snap.active:
+            if after is None or after > latest:
+                after = 0  # a fresh client, or a seq from before the counter restarted: whole turn
+            self.last_seq = after
+            for event in snap.events:
+                await self._forward(event)
+            return
+        # Idle: the tail of the last turn for ?after=N, then session_sync (reload from REST).
+        events = [e for e in snap.events if e["seq"] > after] if after is not None else []
+        for event in events:
+            await self._forward(event)
+        self.last_seq = max(self.last_seq, latest)
+        if not events or events[-1].get("type") != "session_sync":
+            await self.send_json({"type": "session_sync"})
 
     async def disconnect(self, code: int) -> None:
+        task = getattr(self, "heartbeat", None)
+        if task is not None:
+            task.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    # -- outbound --------------------------------------------------------------------------
+
     async def session_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(message["event"])
+        await self._forward(message["event"])
+
+    async def _forward(self, event: dict[str, Any]) -> None:
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            if seq <= self.last_seq:
+                return  # already sent (replay/live overlap)
+            self.last_seq = seq
+        await self.send_json(event)
+
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        self.last_sent = time.monotonic()
+        await super().send_json(content, close)
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+
+    async def _heartbeat(self) -> None:
+        interval = float(settings.WS_HEARTBEAT_SECONDS)
+        while True:
+            wait = self.last_sent + interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            try:
+                await self.send_json({"type": "heartbeat"})
+            except Exception:  # the socket is gone; disconnect() cancels this task
+                return
+
+    async def _error(self, message: str) -> None:
+        await self.send_json({"type": "error", "message": message})
+
+    # -- inbound ---------------------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        if not self.session_id:
+            return
+        if not self.bucket.take():
+            if not self.bucket.limited:
+                self.bucket.limited = True
+                await self._error(RATE_LIMIT_MESSAGE)
+            return
+        max_bytes = int(float(settings.WS_MAX_MESSAGE_MB) * 1024 * 1024)
+        try:
+            frame = parse_frame(text_data, bytes_data, max_bytes=max_bytes)
+        except FrameError as exc:
+            await self._error(exc.message)
+            return
+        if isinstance(frame, MessageFrame):
+            await self._message(frame)
+        else:
+            await self._stop()
+
+    async def _message(self, frame: MessageFrame) -> None:
+        from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
+
+        registry = get_run_registry()
+        if await registry.ais_busy(self.session_id):
+            await self._error(SessionBusy().message)
+            return
+        files: list[dict[str, Any]] = []
+        if frame.files:
+            try:
+                files = await _resolve_files(self.session_id, frame.file_refs())
+            except NotFound as exc:
+                await self._error(exc.message)
+                return
+        request = TurnRequest(session_id=self.session_id, text=frame.content, user_id=self.user_id,
+                              user_role=self.user_role, images=tuple(frame.images), files=tuple(files))
+        try:
+            run = await registry.start_turn(request)  # returns at once: the turn is the registry's task
+        except SessionBusy as exc:
+            await self._error(exc.message)
+            return
+        self.log.info("turn_started", run_id=run.run_id)
+
+    async def _stop(self) -> None:
+        from sessions_app.runs import arequest_stop
+
+        stopped = await arequest_stop(self.session_id)
+        self.log.info("stop_requested", stopped=stopped)

@@ -108,3 +108,23 @@ class ApiToken(models.Model):
             .filter(key_hash=_hash_token(raw), revoked_at__isnull=True, user__is_active=True)
             .first()
         )
+
+
+class SessionFile(models.Model):
+    """A file uploaded into a session (POST /sessions/{id}/files); removed after SESSION_FILES_TTL_HOURS."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="files")
+    original_name = models.CharField(max_length=255)
+    stored_path = models.CharField(max_length=1024)
+    size = models.PositiveBigIntegerField()
+    content_type = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["session", "created_at"], name="sessionfile_session")]
+
+    def __str__(self) -> str:
+        return self.original_name

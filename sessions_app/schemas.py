@@ -5,12 +5,19 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import Field
+from pydantic import Field, field_validator
+
+
+def _no_nul(value: Any) -> Any:
+    """NUL never means anything in text, and PostgreSQL cannot store it: drop it."""
+    return value.replace("\x00", "") if isinstance(value, str) else value
 
 
 class SessionCreateIn(Schema):
     profile_id: str | None = Field(default=None, max_length=64, description="Profile; default: secretary")
     title: str = Field(default="", max_length=200)
+
+    _clean = field_validator("profile_id", "title", mode="before")(_no_nul)
 
 
 class SessionCreatedOut(Schema):
@@ -53,6 +60,46 @@ class SessionPatchIn(Schema):
     title: str | None = Field(default=None, max_length=200)
     pinned: bool | None = None
 
+    _clean = field_validator("title", mode="before")(_no_nul)
+
 
 class OkOut(Schema):
     ok: bool = True
+
+
+class FileOut(Schema):
+    id: str
+    name: str
+    path: str
+    size: int
+    content_type: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class FileRefIn(Schema):
+    id: str | None = Field(default=None, max_length=64)
+    name: str | None = Field(default=None, max_length=255)
+    path: str | None = Field(default=None, max_length=1024)
+
+
+class MessageIn(Schema):
+    content: str = Field(min_length=1, max_length=100_000, description="The user's message")
+    images: list[str] = Field(default_factory=list, max_length=8, description="base64 images (data: prefix ok)")
+    files: list[str | FileRefIn] = Field(default_factory=list, max_length=20, description="Upload ids or {name, path}")
+
+    _clean = field_validator("content", mode="before")(_no_nul)
+
+
+class MessageOut(Schema):
+    content: str
+    stopped: bool
+
+
+class StopOut(Schema):
+    ok: bool = True
+    stopped: bool
+
+
+class ErrorOut(Schema):
+    detail: str

@@ -15,8 +15,14 @@ from asgiref.sync import sync_to_async
 from agent.events import Error, StreamDelta, StreamEnd, ThinkingDelta, ToolCall, ToolStarted
 from sessions_app import bus
 from sessions_app.runs import (
-    BUSY_MESSAGE, RunRegistry, SessionBusy, TurnRequest, get_run_registry, run_recall_turn,
-    run_recall_turn_blocking, set_run_registry,
+    BUSY_MESSAGE,
+    RunRegistry,
+    SessionBusy,
+    TurnRequest,
+    get_run_registry,
+    run_recall_turn,
+    run_recall_turn_blocking,
+    set_run_registry,
 )
 from tests.transport.helpers import connect, drain, make_session, receive_until, scripted, simple_answer, types
 
@@ -30,6 +36,14 @@ def registry(settings: Any) -> Any:
     set_run_registry(reg)
     yield reg
     set_run_registry(None)
+
+
+async def _log_has(registry: RunRegistry, sid: str, n: int) -> None:
+    for _ in range(500):
+        if len((await registry.snapshot(sid)).events) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the log never reached {n} events")
 
 
 def _req(sid: str, uid: int, text: str = "hi") -> TurnRequest:
@@ -96,8 +110,7 @@ async def test_mid_turn_connect_replays_then_goes_live_without_gap_or_duplicate(
                              ToolCall(tool="todo", args={}, result="ok", success=True),
                              StreamDelta(delta="done"), StreamEnd(content="done"), gate=gate, gate_after=3)
     run = await registry.start_turn(_req(sid, uid))
-    while len((await registry.snapshot(sid)).events) < 4:
-        await asyncio.sleep(0.01)
+    await _log_has(registry, sid, 4)
     first = (await registry.snapshot(sid)).events[0]["seq"]
     late = await connect(sid, token)
     partial = await connect(sid, token, after=first + 1)
@@ -119,8 +132,7 @@ async def test_after_n_gets_exactly_the_events_after_n(registry: RunRegistry) ->
     registry.turn = scripted(*[StreamDelta(delta=str(i)) for i in range(6)], StreamEnd(content="012345"),
                              gate=gate, gate_after=6)
     run = await registry.start_turn(_req(sid, uid))
-    while len((await registry.snapshot(sid)).events) < 7:
-        await asyncio.sleep(0.01)
+    await _log_has(registry, sid, 7)
     first = (await registry.snapshot(sid)).events[0]["seq"]
     comm = await connect(sid, token, after=first + 3)
     got = await drain(comm)

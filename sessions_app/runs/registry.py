@@ -1,0 +1,326 @@
+"""The run registry: one active turn per session, owned by the registry, not by a connection.
+
+A turn is an asyncio task. Its events are numbered (``seq``, per session and monotonic
+across turns, so ``?after=N`` works whatever turn N belonged to), appended to the
+session's replay log and fanned out to the session's channel-layer group. The registry
+emits ``stream_start`` before the agent's first event and ``session_sync`` after the
+last. Stop is cooperative: ``request_stop`` sets the run's stop event (directly when the
+run is in this process, through the store's stop key otherwise); never ``task.cancel()``.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from django.conf import settings
+
+from agent.events import Error, SessionSync, StreamStart
+from sessions_app.runs.store import LOCK_REFRESH_S, STOP_POLL_S, LocalStore, RedisStore, RunStore, Snapshot
+from sessions_app.runs.writer import EventWriter
+
+log = structlog.get_logger(__name__)
+
+BUSY_MESSAGE = "a turn is already running in this session — wait for it to finish or press Stop"
+
+# run_stream(session_id, text, *, images, files, is_recall, stop_event, user_id, user_role)
+TurnFn = Callable[..., AsyncIterator[Any]]
+
+
+class SessionBusy(Exception):
+    """A turn is already running in this session."""
+
+    def __init__(self) -> None:
+        super().__init__(BUSY_MESSAGE)
+        self.message = BUSY_MESSAGE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequest:
+    session_id: str
+    text: str
+    user_id: int | None
+    user_role: str = "user"
+    images: Sequence[str] = ()
+    files: Sequence[dict[str, Any]] = ()
+    is_recall: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """How a turn ended: ``outcome`` is "success", "max_iterations", "stopped" or "error: <message>"."""
+
+    outcome: str
+    content: str = ""
+    stopped: bool = False
+    error: str | None = None
+    first_turn_succeeded: bool = False
+
+
+@dataclass(eq=False)
+class Run:
+    request: TurnRequest
+    run_id: str
+    stop_event: asyncio.Event
+    loop: asyncio.AbstractEventLoop
+    done: asyncio.Future[TurnResult]
+    task: asyncio.Task[None] | None = None
+    started_at: float = field(default_factory=time.monotonic)
+
+    def stop(self) -> None:
+        """Thread-safe: asyncio.Event is not, so the set happens on the run's loop."""
+        if self.loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self.stop_event.set()
+        else:
+            self.loop.call_soon_threadsafe(self.stop_event.set)
+
+
+def _default_turn() -> TurnFn:
+    from agent.loop import get_agent
+
+    return get_agent().run_stream  # type: ignore[no-any-return]
+
+
+class RunRegistry:
+    def __init__(self, store: RunStore | None = None, turn: TurnFn | None = None) -> None:
+        self.store: RunStore = store or _default_store()
+        self._turn = turn
+        self.runs: dict[str, Run] = {}  # runs executing in this process
+
+    @property
+    def turn(self) -> TurnFn:
+        return self._turn or _default_turn()
+
+    @turn.setter
+    def turn(self, fn: TurnFn | None) -> None:
+        self._turn = fn
+
+    # -- queries -------------------------------------------------------------------------
+
+    async def ais_busy(self, session_id: str) -> bool:
+        return str(session_id) in self.runs or await self.store.busy(str(session_id))
+
+    def is_busy(self, session_id: str) -> bool:
+        return str(session_id) in self.runs or self.store.busy_sync(str(session_id))
+
+    def busy_many(self, session_ids: list[str]) -> set[str]:
+        return {s for s in session_ids if s in self.runs} | self.store.busy_many_sync(session_ids)
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        return await self.store.snapshot(str(session_id))
+
+    # -- commands ------------------------------------------------------------------------
+
+    async def start_turn(self, request: TurnRequest) -> Run:
+        """Start a turn as a registry-owned task and return at once. Raises SessionBusy."""
+        sid = request.session_id
+        run_id = uuid.uuid4().hex[:16]
+        if sid in self.runs or not await self.store.acquire(sid, run_id):
+            raise SessionBusy()
+        loop = asyncio.get_running_loop()
+        run = Run(request=request, run_id=run_id, stop_event=asyncio.Event(), loop=loop, done=loop.create_future())
+        self.runs[sid] = run
+        run.task = loop.create_task(self._execute(run), name=f"navi-run-{sid[:8]}-{run_id}")
+        return run
+
+    async def run_turn(self, request: TurnRequest) -> TurnResult:
+        """Start a turn and wait for its end (REST /messages, recalls). Raises SessionBusy."""
+        run = await self.start_turn(request)
+        return await asyncio.shield(run.done)
+
+    async def arequest_stop(self, session_id: str) -> bool:
+        """Ask the session's run to stop, wherever it runs. True when a run was active."""
+        sid = str(session_id)
+        run = self.runs.get(sid)
+        if run is not None:
+            run.stop()
+        remote = await self.store.request_stop(sid)
+        return run is not None or remote
+
+    def request_stop(self, session_id: str) -> bool:
+        """Sync variant (any thread)."""
+        sid = str(session_id)
+        run = self.runs.get(sid)
+        if run is not None:
+            run.stop()
+        remote = self.store.request_stop_sync(sid)
+        return run is not None or remote
+
+    async def wait_idle(self, session_id: str, within: float) -> bool:
+        """Wait until no run is active in the session (True) or ``within`` seconds pass (False)."""
+        deadline = time.monotonic() + within
+        while await self.ais_busy(session_id):
+            if time.monotonic() > deadline:
+                return False
+            run = self.runs.get(str(session_id))
+            if run is not None:
+                await asyncio.wait({run.done}, timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+            else:
+                await asyncio.sleep(0.05)
+        return True
+
+    # -- the run -------------------------------------------------------------------------
+
+    async def _execute(self, run: Run) -> None:
+        req = run.request
+        sid = req.session_id
+        rlog = log.bind(session_id=sid, run_id=run.run_id)
+        result = TurnResult(outcome="error: the turn ended without a result")
+        watcher = asyncio.get_running_loop().create_task(self._watch(run))
+        writer: EventWriter | None = None
+        try:
+            first_seq = await self.store.begin_log(sid)
+            writer = EventWriter(self.store, sid, run.run_id, coalesce_ms=settings.WS_DELTA_COALESCE_MS,
+                                 first_seq=first_seq)
+            await writer.push(StreamStart().to_dict())
+            result = await self._pump(run, writer)
+        except Exception as exc:  # a bug in the loop or the transport: tell the clients, log it
+            rlog.exception("run_failed")
+            message = f"The turn failed unexpectedly ({type(exc).__name__}: {exc}). Try again; see the server log."
+            result = TurnResult(outcome=f"error: {message}", error=message)
+            if writer is not None:
+                await _safe(writer.push(Error(message=message).to_dict()))
+        finally:
+            watcher.cancel()
+            if writer is not None:
+                await _safe(writer.flush())
+                await _safe(writer.push(SessionSync().to_dict()))
+            self.runs.pop(sid, None)
+            await _safe(self.store.release(sid, run.run_id))
+            rlog.info("run_finished", outcome=result.outcome, seconds=round(time.monotonic() - run.started_at, 2))
+            if not run.done.done():
+                run.done.set_result(result)
+        if result.first_turn_succeeded:
+            await _safe(_after_first_turn(sid))
+
+    async def _pump(self, run: Run, writer: EventWriter) -> TurnResult:
+        """Feed the agent's events to the writer; the agent runs in its own task so that a
+        pending delta can be flushed on time while the agent is between events."""
+        req = run.request
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                stream = self.turn(
+                    req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
+                    is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,
+                    user_role=req.user_role, run_id=run.run_id,
+                )
+                async for event in stream:
+                    queue.put_nowait(("event", event))
+                queue.put_nowait(("end", None))
+            except Exception as exc:
+                queue.put_nowait(("raise", exc))
+
+        producer = asyncio.get_running_loop().create_task(produce())
+        tracker = _OutcomeTracker()
+        try:
+            while True:
+                deadline = writer.deadline
+                if deadline is None:
+                    kind, item = await queue.get()
+                else:
+                    try:
+                        kind, item = await asyncio.wait_for(queue.get(), max(0.0, deadline - time.monotonic()))
+                    except TimeoutError:
+                        await writer.flush()
+                        continue
+                if kind == "end":
+                    break
+                if kind == "raise":
+                    raise item
+                data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+                tracker.see(data, item)
+                await writer.push(data)
+        except BaseException:
+            run.stop_event.set()  # the writer failed: let the agent end cooperatively
+            raise
+        finally:
+            await producer  # the producer never outlives the run (it ends on stop or error)
+        await writer.flush()
+        return tracker.result(await _is_first_turn(req.session_id) if tracker.succeeded else False)
+
+    async def _watch(self, run: Run) -> None:
+        """Keep the lock alive and poll for stop requests from other processes."""
+        sid = run.request.session_id
+        last_refresh = time.monotonic()
+        while not run.done.done():
+            await asyncio.sleep(STOP_POLL_S)
+            try:
+                if not run.stop_event.is_set() and await self.store.stop_requested(sid, run.run_id):
+                    run.stop_event.set()
+                if time.monotonic() - last_refresh >= LOCK_REFRESH_S:
+                    await self.store.refresh(sid, run.run_id)
+                    last_refresh = time.monotonic()
+            except Exception:
+                log.warning("run_watch_failed", session_id=sid, run_id=run.run_id, exc_info=True)
+
+
+class _OutcomeTracker:
+    """Derives the turn's outcome from its terminal event."""
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.content = ""
+        self.error: str | None = None
+        self.max_iterations = False
+        self.streamed: list[str] = []
+
+    def see(self, data: dict[str, Any], event: Any = None) -> None:
+        kind = data.get("type")
+        if kind == "stream_delta":
+            self.streamed.append(str(data.get("delta") or ""))
+        elif kind == "stream_end":
+            self.kind, self.content = "stream_end", data.get("content") or ""
+            self.max_iterations = getattr(event, "finish_reason", None) == "max_iterations"
+        elif kind == "stream_stopped":
+            self.kind = "stopped"
+        elif kind == "error" and self.kind is None:
+            self.kind, self.error = "error", str(data.get("message") or "error")
+
+    @property
+    def succeeded(self) -> bool:
+        return self.kind == "stream_end"
+
+    def result(self, first_turn: bool) -> TurnResult:
+        if self.kind == "stream_end":
+            outcome = "max_iterations" if self.max_iterations else "success"
+            return TurnResult(outcome=outcome, content=self.content, first_turn_succeeded=first_turn)
+        if self.kind == "stopped":
+            return TurnResult(outcome="stopped", content="".join(self.streamed), stopped=True)
+        message = self.error or "the turn ended without a final answer"
+        return TurnResult(outcome=f"error: {message}", error=message)
+
+
+async def _is_first_turn(session_id: str) -> bool:
+    from sessions_app.runs import hooks
+
+    return await hooks.is_first_turn(session_id)
+
+
+async def _after_first_turn(session_id: str) -> None:
+    from sessions_app.runs import hooks
+
+    await hooks.schedule_title(session_id)
+
+
+async def _safe(coro: Any) -> None:
+    try:
+        await coro
+    except Exception:
+        log.exception("run_cleanup_failed")
+
+
+def _default_store() -> RunStore:
+    url = getattr(settings, "REDIS_URL", "")
+    return RedisStore(url) if url else LocalStore()

@@ -1,0 +1,256 @@
+"""Where the run registry keeps its shared state: the busy lock, the seq counter, the replay
+log and stop requests of every session.
+
+``LocalStore`` (embedded mode): plain dicts, touched from the server's event loop; reads
+from other threads (``is_busy`` in a Celery worker thread) are single dict lookups.
+
+``RedisStore`` (scale-out): the same operations on Redis keys, so that any ASGI process
+can replay a turn that runs in another process, and a stop request reaches the run
+wherever it executes. Keys of session S (all with a TTL, so a crashed process leaves
+nothing behind for long)::
+
+    navi:run:S:lock  run_id of the active run  SET NX EX 30, refreshed every 10 s
+    navi:run:S:seq   last seq given out        7 days (seq is per session, across turns)
+    navi:run:S:log   JSON events of the current/last turn (RPUSH)   1 hour after the last event
+    navi:run:S:stop  run_id a stop was requested for                60 s
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+LOCK_TTL_S = 30
+LOCK_REFRESH_S = 10.0
+SEQ_TTL_S = 7 * 24 * 3600
+LOG_TTL_S = 3600
+STOP_TTL_S = 60
+STOP_POLL_S = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a connecting client needs: is a run active, and the log of the current/last turn."""
+
+    active: bool
+    events: list[dict[str, Any]]
+
+
+class RunStore(Protocol):
+    async def acquire(self, session_id: str, run_id: str) -> bool: ...
+    async def refresh(self, session_id: str, run_id: str) -> None: ...
+    async def release(self, session_id: str, run_id: str) -> None: ...
+    async def busy(self, session_id: str) -> bool: ...
+    def busy_sync(self, session_id: str) -> bool: ...
+    def busy_many_sync(self, session_ids: list[str]) -> set[str]: ...
+    async def begin_log(self, session_id: str) -> int: ...
+    async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None: ...
+    async def snapshot(self, session_id: str) -> Snapshot: ...
+    async def request_stop(self, session_id: str) -> bool: ...
+    def request_stop_sync(self, session_id: str) -> bool: ...
+    async def stop_requested(self, session_id: str, run_id: str) -> bool: ...
+
+
+# -- embedded -----------------------------------------------------------------------------
+
+
+@dataclass
+class _LocalSession:
+    seq: int = 0
+    lock: str | None = None
+    log: list[dict[str, Any]] = field(default_factory=list)
+    log_expires: float = 0.0
+    stop_for: str | None = None
+
+
+class LocalStore:
+    """In-process state (embedded mode). Not shared between processes, by design."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _LocalSession] = {}
+        self._mutex = threading.Lock()  # acquire may be called from a worker thread's own loop
+
+    def _get(self, session_id: str) -> _LocalSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._sessions.setdefault(session_id, _LocalSession())
+        return state
+
+    async def acquire(self, session_id: str, run_id: str) -> bool:
+        with self._mutex:
+            state = self._get(session_id)
+            if state.lock is not None:
+                return False
+            state.lock = run_id
+            state.stop_for = None
+            return True
+
+    async def refresh(self, session_id: str, run_id: str) -> None:
+        return None
+
+    async def release(self, session_id: str, run_id: str) -> None:
+        with self._mutex:
+            state = self._get(session_id)
+            if state.lock == run_id:
+                state.lock = None
+                state.log_expires = time.monotonic() + LOG_TTL_S
+            self._expire_logs()
+
+    def _expire_logs(self) -> None:
+        now = time.monotonic()
+        for state in self._sessions.values():
+            if state.lock is None and state.log and state.log_expires < now:
+                state.log = []
+
+    async def busy(self, session_id: str) -> bool:
+        return self.busy_sync(session_id)
+
+    def busy_sync(self, session_id: str) -> bool:
+        state = self._sessions.get(session_id)
+        return state is not None and state.lock is not None
+
+    def busy_many_sync(self, session_ids: list[str]) -> set[str]:
+        return {sid for sid in session_ids if self.busy_sync(sid)}
+
+    async def begin_log(self, session_id: str) -> int:
+        state = self._get(session_id)
+        state.log = []
+        return state.seq
+
+    async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
+        state = self._get(session_id)
+        state.seq = seq
+        state.log.append(event)
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        state = self._sessions.get(session_id)
+        if state is None:
+            return Snapshot(active=False, events=[])
+        return Snapshot(active=state.lock is not None, events=list(state.log))
+
+    async def request_stop(self, session_id: str) -> bool:
+        return self.request_stop_sync(session_id)
+
+    def request_stop_sync(self, session_id: str) -> bool:
+        state = self._sessions.get(session_id)
+        if state is None or state.lock is None:
+            return False
+        state.stop_for = state.lock
+        return True
+
+    async def stop_requested(self, session_id: str, run_id: str) -> bool:
+        state = self._sessions.get(session_id)
+        return state is not None and state.stop_for == run_id
+
+
+# -- scale-out ----------------------------------------------------------------------------
+
+_REFRESH = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_STOP = """
+local run = redis.call('GET', KEYS[1])
+if not run then return 0 end
+redis.call('SET', KEYS[2], run, 'EX', ARGV[1])
+return 1
+"""
+
+
+def _key(session_id: str, part: str) -> str:
+    return f"navi:run:{session_id}:{part}"
+
+
+class RedisStore:
+    """Shared state in Redis (scale-out mode).
+
+    redis.asyncio connections belong to the event loop that opened them, and this store
+    is used from several loops (the server's, a Celery worker's fresh loop, test loops),
+    so there is one async client per loop; the sync client serves threads.
+    """
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.url = url
+        self._sync = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def _client(self) -> Any:
+        import redis.asyncio as aioredis
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = aioredis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+            self._clients[loop] = client
+        return client
+
+    async def acquire(self, session_id: str, run_id: str) -> bool:
+        r = self._client()
+        ok = await r.set(_key(session_id, "lock"), run_id, nx=True, ex=LOCK_TTL_S)
+        if ok:
+            await r.delete(_key(session_id, "stop"))
+        return bool(ok)
+
+    async def refresh(self, session_id: str, run_id: str) -> None:
+        await self._client().eval(_REFRESH, 1, _key(session_id, "lock"), run_id, LOCK_TTL_S)
+
+    async def release(self, session_id: str, run_id: str) -> None:
+        r = self._client()
+        await r.eval(_RELEASE, 1, _key(session_id, "lock"), run_id)
+        await r.delete(_key(session_id, "stop"))
+
+    async def busy(self, session_id: str) -> bool:
+        return bool(await self._client().exists(_key(session_id, "lock")))
+
+    def busy_sync(self, session_id: str) -> bool:
+        return bool(self._sync.exists(_key(session_id, "lock")))
+
+    def busy_many_sync(self, session_ids: list[str]) -> set[str]:
+        if not session_ids:
+            return set()
+        values = self._sync.mget([_key(sid, "lock") for sid in session_ids])
+        return {sid for sid, v in zip(session_ids, values, strict=True) if v is not None}
+
+    async def begin_log(self, session_id: str) -> int:
+        pipe = self._client().pipeline(transaction=True)
+        pipe.delete(_key(session_id, "log"))
+        pipe.get(_key(session_id, "seq"))
+        _, seq = await pipe.execute()
+        return int(seq or 0)
+
+    async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
+        # The run holds the session's lock, so it is the only writer: no INCR race.
+        pipe = self._client().pipeline(transaction=False)
+        pipe.set(_key(session_id, "seq"), seq, ex=SEQ_TTL_S)
+        pipe.rpush(_key(session_id, "log"), json.dumps(event, separators=(",", ":")))
+        pipe.expire(_key(session_id, "log"), LOG_TTL_S)
+        await pipe.execute()
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        pipe = self._client().pipeline(transaction=True)
+        pipe.exists(_key(session_id, "lock"))
+        pipe.lrange(_key(session_id, "log"), 0, -1)
+        active, raw = await pipe.execute()
+        return Snapshot(active=bool(active), events=[json.loads(item) for item in raw])
+
+    async def request_stop(self, session_id: str) -> bool:
+        keys = (_key(session_id, "lock"), _key(session_id, "stop"))
+        return bool(await self._client().eval(_STOP, 2, *keys, STOP_TTL_S))
+
+    def request_stop_sync(self, session_id: str) -> bool:
+        keys = (_key(session_id, "lock"), _key(session_id, "stop"))
+        return bool(self._sync.eval(_STOP, 2, *keys, STOP_TTL_S))
+
+    async def stop_requested(self, session_id: str, run_id: str) -> bool:
+        value = await self._client().get(_key(session_id, "stop"))
+        return value is not None and value.decode() == run_id

@@ -1,0 +1,79 @@
+"""The one place a turn's events get their seq, enter the replay log and fan out.
+
+Text deltas (``thinking_delta``, ``stream_delta``) are merged within a short window
+(WS_DELTA_COALESCE_MS) *before* they are numbered, so replay and live clients see
+exactly the same events. A pending delta is flushed before any other event, when the
+window closes, and at the end of the turn: text and order never change.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+from sessions_app.runs.store import RunStore
+
+log = structlog.get_logger(__name__)
+
+DELTA_TYPES = frozenset({"thinking_delta", "stream_delta"})
+
+
+class EventWriter:
+    """Numbers, logs and publishes the events of one run (single writer per session)."""
+
+    def __init__(self, store: RunStore, session_id: str, run_id: str, *, coalesce_ms: int, first_seq: int) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.run_id = run_id
+        self.window = max(0, coalesce_ms) / 1000.0
+        self.seq = first_seq
+        self._pending: dict[str, Any] | None = None
+        self._pending_parts: list[str] = []
+        self._pending_since = 0.0
+        self.log = log.bind(session_id=session_id, run_id=run_id)
+
+    @property
+    def deadline(self) -> float | None:
+        """When the pending delta must go out (monotonic seconds), or None."""
+        return None if self._pending is None else self._pending_since + self.window
+
+    async def push(self, event: dict[str, Any]) -> None:
+        """Accept one event (a ``to_dict()``); deltas may wait up to the window."""
+        kind = event.get("type")
+        if kind in DELTA_TYPES and self.window > 0:
+            if self._pending is not None and self._pending["type"] == kind:
+                self._pending_parts.append(event["delta"])
+                return
+            await self.flush()
+            self._pending = dict(event)
+            self._pending_parts = [event["delta"]]
+            self._pending_since = time.monotonic()
+            return
+        await self.flush()
+        await self._emit(event)
+
+    async def flush(self) -> None:
+        if self._pending is None:
+            return
+        event = self._pending
+        event["delta"] = "".join(self._pending_parts)
+        self._pending = None
+        self._pending_parts = []
+        await self._emit(event)
+
+    async def _emit(self, event: dict[str, Any]) -> None:
+        from sessions_app.bus import apublish
+
+        self.seq += 1
+        numbered = {**event, "seq": self.seq}
+        # Log first, then fan out: a client that joined the group after the send finds
+        # the event in the log; one that joined before gets it live (deduped by seq).
+        try:
+            await self.store.append(self.session_id, self.seq, numbered)
+        except Exception:  # Redis hiccup: live clients still get the event
+            self.log.exception("run_log_append_failed", seq=self.seq)
+        try:
+            await apublish(self.session_id, numbered)
+        except Exception:
+            self.log.exception("run_fanout_failed", seq=self.seq)
