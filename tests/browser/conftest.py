@@ -161,7 +161,11 @@ class Watched:
         return [e for e in self.errors if not any(p.search(e) for p in self.allowed)]
 
     def open(self, session_id: str | None = None) -> Page:
-        self.page.goto(self.base + "/" + (f"#{session_id}" if session_id else ""))
+        target = self.base + "/" + (f"#{session_id}" if session_id else "")
+        if self.page.url == target:
+            self.page.reload()  # a goto that only changes nothing (or the fragment) would not load the page
+        else:
+            self.page.goto(target)
         self.page.wait_for_selector("body.ready")
         if session_id:
             self.page.wait_for_function("() => window.__navi.socket && window.__navi.socket.isOpen")

@@ -1,0 +1,103 @@
+// REST client: Django session cookie + X-CSRFToken on unsafe methods; errors carry the server's "detail".
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail || `Request failed (${status})`);
+    this.status = status;
+  }
+}
+
+function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+function toLogin() {
+  window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname + window.location.hash)}`);
+}
+
+async function request(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (method !== "GET" && method !== "HEAD") headers["X-CSRFToken"] = csrfToken();
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let resp;
+  try {
+    resp = await fetch(path, {
+      method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, "Cannot reach the Navi server. Check your connection.");
+  }
+  if (resp.status === 401) {
+    toLogin();
+    throw new ApiError(401, "Your login has expired.");
+  }
+  const text = await resp.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!resp.ok) throw new ApiError(resp.status, (data && data.detail) || `${method} ${path} failed (${resp.status})`);
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  profiles: () => request("GET", "/agents/profiles"),
+  listSessions({ q = "", pendingOnly = false, limit = 100, offset = 0 } = {}) {
+    const params = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+    if (q) params.set("q", q);
+    if (pendingOnly) params.set("has_pending_recall", "true");
+    return request("GET", `/sessions?${params}`);
+  },
+  createSession: (profileId) => request("POST", "/sessions", profileId ? { profile_id: profileId } : {}),
+  getSession(id, { limit = 200, before } = {}) {
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (before) params.set("before", String(before));
+    return request("GET", `/sessions/${enc(id)}?${params}`);
+  },
+  renameSession: (id, title) => request("PATCH", `/sessions/${enc(id)}`, { title }),
+  pinSession: (id, pinned) => request("PATCH", `/sessions/${enc(id)}/pin`, { pinned }),
+  deleteSession: (id) => request("DELETE", `/sessions/${enc(id)}`),
+  stop: (id) => request("POST", `/sessions/${enc(id)}/stop`),
+  getRecall: (id) => request("GET", `/sessions/${enc(id)}/recall`),
+  cancelRecall: (id) => request("DELETE", `/sessions/${enc(id)}/recall`),
+  skipRecall: (id) => request("POST", `/sessions/${enc(id)}/recall/skip`),
+
+  /** Upload with progress (fetch has no upload progress): resolves with the server's file object. */
+  uploadFile(id, file, onProgress) {
+    const xhr = new XMLHttpRequest();
+    const promise = new Promise((resolve, reject) => {
+      xhr.open("POST", `/sessions/${enc(id)}/files`);
+      xhr.setRequestHeader("X-CSRFToken", csrfToken());
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (e) => {
+        if (e.lengthComputable && onProgress) onProgress(e.loaded / e.total);
+      });
+      xhr.addEventListener("load", () => {
+        let data = null;
+        try {
+          data = JSON.parse(xhr.responseText);
+        } catch {
+          data = null;
+        }
+        if (xhr.status >= 200 && xhr.status < 300) return resolve(data);
+        if (xhr.status === 401) toLogin();
+        const detail = xhr.status === 413
+          ? (data && data.detail) || "The file is too large for this server."
+          : (data && data.detail) || `Upload failed (${xhr.status})`;
+        return reject(new ApiError(xhr.status, detail));
+      });
+      xhr.addEventListener("error", () => reject(new ApiError(0, "Upload failed: the connection was lost.")));
+      xhr.addEventListener("abort", () => reject(new ApiError(0, "Upload cancelled.")));
+      const form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    });
+    promise.abort = () => xhr.abort();
+    return promise;
+  },
+};

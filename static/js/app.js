@@ -1,0 +1,84 @@
+// Entry point: wire the modules to the page, load profiles and sessions, follow #<session id>.
+
+import { api } from "./api.js";
+import * as chat from "./chat.js";
+import { initComposer, focusInput } from "./composer.js";
+import { initHeader, profileChips } from "./header.js";
+import { initRecall } from "./recall.js";
+import { initSidebar, refresh as refreshSessions, toggleDrawer } from "./sidebar.js";
+import { on, set, store } from "./store.js";
+import { toast } from "./util.js";
+
+const $ = (id) => document.getElementById(id);
+
+function sessionFromHash() {
+  const id = window.location.hash.replace(/^#/, "");
+  return /^[0-9a-f-]{32,36}$/i.test(id) ? id : null;
+}
+
+function renderProfilePicker() {
+  profileChips($("profile-picker"), (id) => {
+    set({ draftProfileId: id });
+    renderProfilePicker();
+    focusInput();
+  });
+}
+
+async function loadProfiles() {
+  try {
+    const profiles = await api.profiles();
+    const preferred = profiles.find((p) => p.id === "secretary") || profiles[0];
+    set({ profiles, draftProfileId: store.draftProfileId || (preferred && preferred.id) || null });
+  } catch (err) {
+    toast(err.message, "error");
+  }
+  renderProfilePicker();
+}
+
+function newChat() {
+  chat.draft();
+  renderProfilePicker();
+  if (window.matchMedia("(max-width: 760px)").matches) toggleDrawer(false);
+  focusInput();
+}
+
+async function main() {
+  const root = $("app");
+  store.user = root.dataset.user || "";
+  chat.initChat({ messages: $("messages"), scroller: $("scroller"), empty: $("empty-state"), todo: $("todo-panel") });
+  initHeader({
+    title: $("chat-title"), profile: $("chat-profile"), conn: $("conn"), connText: $("conn-text"),
+    meter: $("context-meter"), meterFill: $("context-fill"), meterText: $("context-text"),
+  });
+  initSidebar({
+    list: $("session-list"), emptyNote: $("sessions-empty"), search: $("session-search"),
+    filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"),
+  });
+  initRecall($("recall-banner"));
+  initComposer({
+    form: $("composer"), input: $("composer-input"), sendButton: $("send-button"), stopButton: $("stop-button"),
+    imageButton: $("image-button"), fileButton: $("file-button"), imageInput: $("image-input"),
+    fileInput: $("file-input"), tray: $("attachments"), dropZone: $("chat"),
+  });
+  $("new-chat").addEventListener("click", newChat);
+  on("chat:deleted-current", newChat);
+  window.addEventListener("hashchange", () => {
+    const id = sessionFromHash();
+    if (id && id !== store.currentId) chat.open(id);
+  });
+
+  // A small debug handle for tests and the console.
+  window.__navi = {
+    store,
+    get socket() { return chat.currentSocket(); },
+    open: chat.open,
+  };
+
+  await Promise.all([loadProfiles(), refreshSessions()]);
+  const id = sessionFromHash();
+  if (id) await chat.open(id);
+  else newChat();
+  document.body.classList.add("ready");
+}
+
+main();

@@ -1,0 +1,517 @@
+// The open conversation: history from REST, live events from the socket, sending and stopping.
+
+import { api } from "./api.js";
+import { SessionSocket } from "./socket.js";
+import { emit, set, store } from "./store.js";
+import { el, toast } from "./util.js";
+import { errorCard, notice, renderHistory, textBlock, assistantTurn, userMessage } from "./render/messages.js";
+import { renderMarkdown } from "./render/markdown.js";
+import { planCard } from "./render/plan.js";
+import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
+import { completeToolCard, findPending, subagentScope, toolCard } from "./render/tools.js";
+import { applyTodoCall, renderTodo, resetTodo } from "./todo.js";
+
+const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "turn_thinking", "plan_ready",
+  "tool_started", "tool_call", "stream_delta", "profile_switched"]);
+
+let els = {};
+let socket = null;
+const s = {
+  turn: null, text: null, textBuf: "", renderTimer: null, thinking: null,
+  localPending: false, lastSent: null, pendingSync: false, runEventsSinceOpen: 0,
+  lastRenderedSeq: 0, historyKey: "", firstSeq: null, stopTimer: null, openToken: 0,
+};
+
+export function initChat(elements) {
+  els = elements;
+  els.scroller.addEventListener("scroll", () => {
+    s.stick = els.scroller.scrollHeight - els.scroller.scrollTop - els.scroller.clientHeight < 120;
+  });
+  s.stick = true;
+}
+
+export function currentSocket() {
+  return socket;
+}
+
+function scrollDown(force = false) {
+  if (force || s.stick) requestAnimationFrame(() => { els.scroller.scrollTop = els.scroller.scrollHeight; });
+}
+
+function showEmpty(show) {
+  els.empty.hidden = !show;
+  els.messages.hidden = show;
+}
+
+function resetTurnState() {
+  clearTimeout(s.renderTimer);
+  clearTimeout(s.stopTimer);
+  Object.assign(s, {
+    turn: null, text: null, textBuf: "", thinking: null, localPending: false, pendingSync: false, witnessed: false, turnClean: false,
+  });
+}
+
+function disposeSocket() {
+  if (socket) socket.dispose();
+  socket = null;
+}
+
+/** Show the "new chat" state: nothing is created until the first message (or upload). */
+export function draft() {
+  disposeSocket();
+  resetTurnState();
+  s.openToken += 1;
+  resetTodo();
+  renderTodo(els.todo);
+  els.messages.replaceChildren();
+  s.lastRenderedSeq = 0;
+  s.historyKey = "";
+  set({ currentId: null, current: null, busy: false, connection: "idle", recall: null, contextTokens: 0, maxContextTokens: 0 });
+  showEmpty(true);
+  if (window.location.hash) history.replaceState(null, "", window.location.pathname);
+  emit("chat:opened", null);
+}
+
+export async function open(id) {
+  if (!id) return draft();
+  disposeSocket();
+  resetTurnState();
+  const token = ++s.openToken;
+  set({ currentId: id, busy: false, recall: null });
+  if (window.location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`);
+  els.messages.replaceChildren(el("div", { class: "loading", role: "status" }, "Loading conversation…"));
+  showEmpty(false);
+  s.historyKey = "";
+  let detail;
+  try {
+    detail = await api.getSession(id);
+  } catch (err) {
+    if (token !== s.openToken) return undefined;
+    toast(err.status === 404 ? "That conversation no longer exists." : err.message, "error");
+    return draft();
+  }
+  if (token !== s.openToken) return undefined;
+  applyDetail(detail);
+  renderMessages(detail, { trimRunning: Boolean(detail.busy) });
+  connect(id);
+  if (!store.sessions.some((x) => x.id === id)) emit("sessions:refresh");
+  emit("chat:opened", id);
+  return undefined;
+}
+
+function applyDetail(detail) {
+  const { messages, ...meta } = detail;
+  set({ current: meta, contextTokens: meta.context_token_count || 0, maxContextTokens: meta.max_context_tokens || 0 });
+}
+
+/** While a run is going, its messages after the user's come back as live events: don't show them twice. */
+function trimRunning(messages) {
+  for (let i = messages.length - 1; i >= 0; i -= 1) if (messages[i].role === "user") return messages.slice(0, i + 1);
+  return messages;
+}
+
+function historyKey(messages, detail) {
+  const last = messages[messages.length - 1];
+  return `${messages.length}:${last ? last.seq : 0}:${detail.has_more}`;
+}
+
+function renderMessages(detail, { trimRunning: trim = false, force = false } = {}) {
+  const messages = trim ? trimRunning(detail.messages || []) : detail.messages || [];
+  const last = messages[messages.length - 1];
+  const key = historyKey(messages, detail);
+  if (!force && key === s.historyKey) return;
+  s.historyKey = key;
+  const { nodes, todoCalls } = renderHistory(messages);
+  s.lastRenderedSeq = last ? last.seq : 0;
+  s.firstSeq = messages.length ? messages[0].seq : null;
+  const children = [];
+  if (detail.has_more) children.push(loadEarlierButton());
+  children.push(...nodes);
+  els.messages.replaceChildren(...children);
+  showEmpty(messages.length === 0 && !s.turn);
+  resetTodo();
+  for (const call of todoCalls) applyTodoCall(call);
+  renderTodo(els.todo);
+  s.stick = true;
+  scrollDown(true);
+}
+
+function loadEarlierButton() {
+  const button = el("button", { type: "button", class: "btn btn-ghost load-earlier" }, "Load earlier messages");
+  button.addEventListener("click", async () => {
+    const id = store.currentId;
+    button.disabled = true;
+    try {
+      const page = await api.getSession(id, { before: s.firstSeq });
+      if (id !== store.currentId) return;
+      const { nodes } = renderHistory(page.messages || []);
+      const height = els.scroller.scrollHeight;
+      if (page.messages && page.messages.length) s.firstSeq = page.messages[0].seq;
+      button.after(...nodes);
+      if (!page.has_more) button.remove();
+      else button.disabled = false;
+      els.scroller.scrollTop += els.scroller.scrollHeight - height;
+    } catch (err) {
+      button.disabled = false;
+      toast(err.message, "error");
+    }
+  });
+  return button;
+}
+
+async function reload({ force = false, keepWitnessed = false } = {}) {
+  const id = store.currentId;
+  if (!id) return;
+  try {
+    const detail = await api.getSession(id);
+    if (id !== store.currentId) return;
+    applyDetail(detail);
+    if (s.turn) return; // a turn started meanwhile: reload again when it ends
+    if (keepWitnessed) {
+      // This tab saw the whole turn live (richer than history: subagent nesting, timings):
+      // keep it on screen and only take the history's bookkeeping.
+      const messages = detail.messages || [];
+      s.historyKey = historyKey(messages, detail);
+      s.lastRenderedSeq = messages.length ? messages[messages.length - 1].seq : 0;
+      return;
+    }
+    renderMessages(detail, { force });
+  } catch (err) {
+    toast(err.message, "error");
+  }
+}
+
+function connect(id) {
+  socket = new SessionSocket(id, {
+    onEvent: handleEvent,
+    onState(state, delay = 0) {
+      if (state === "open") s.runEventsSinceOpen = 0;
+      set({ connection: state, reconnectIn: delay });
+    },
+    onGap() {
+      s.turnClean = false;
+    },
+    onFatal(reason) {
+      if (reason === "unauthenticated") {
+        window.location.assign(`/login/?next=${encodeURIComponent(`/#${id}`)}`);
+      } else if (reason === "not_found") {
+        toast("This conversation was deleted.", "error");
+        emit("sessions:refresh");
+        draft();
+      } else {
+        set({ connection: "offline" });
+        toast("The server refused the live connection (origin check).", "error");
+      }
+    },
+    isTurnActive: () => Boolean(s.turn),
+  });
+  socket.connect();
+}
+
+// -- live events ------------------------------------------------------------------------
+
+function ensureTurn() {
+  if (s.turn) return s.turn;
+  s.turnClean = false; // joined mid-turn: only stream_start makes a turn fully witnessed
+  const turn = assistantTurn();
+  turn.node.classList.add("live");
+  els.messages.append(turn.node);
+  showEmpty(false);
+  s.turn = turn;
+  set({ busy: true });
+  s.userShown = s.localPending;
+  if (!s.localPending) showOtherUserMessage(turn.node);
+  s.localPending = false;
+  return turn;
+}
+
+/** A run this tab did not start (another tab, a recall): show the user message that began it.
+ * It may not be saved yet when stream_start arrives, so look a few times. */
+async function showOtherUserMessage(turnNode) {
+  const id = store.currentId;
+  s.userShown = false;
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    try {
+      const page = await api.getSession(id, { limit: 8 });
+      if (id !== store.currentId || !turnNode.isConnected) return;
+      const lastUser = [...(page.messages || [])].reverse().find((m) => m.role === "user");
+      if (lastUser && lastUser.seq > s.lastRenderedSeq) {
+        s.lastRenderedSeq = lastUser.seq;
+        turnNode.before(userMessage({ content: lastUser.content, images: lastUser.images, isRecall: lastUser.is_recall, createdAt: lastUser.created_at, seq: lastUser.seq }));
+        if (s.turn && s.turn.node === turnNode) s.userShown = true;
+        scrollDown();
+        return;
+      }
+    } catch {
+      /* the reply still shows; history is reloaded after the turn */
+    }
+    await new Promise((resolve) => { setTimeout(resolve, 300); });
+  }
+}
+
+function scopeFor(ev) {
+  const body = ensureTurn().body;
+  if (!ev.is_subagent) return body;
+  return subagentScope(body) || body;
+}
+
+function closeText() {
+  if (!s.text) return;
+  flushText();
+  s.text.classList.remove("streaming");
+  s.text = null;
+  s.textBuf = "";
+}
+
+function flushText() {
+  clearTimeout(s.renderTimer);
+  s.renderTimer = null;
+  if (s.text) renderMarkdown(s.text, s.textBuf);
+  scrollDown();
+}
+
+function scheduleText() {
+  if (s.renderTimer) return;
+  s.renderTimer = setTimeout(flushText, 60);
+}
+
+function endThinking() {
+  finishThinking(s.thinking);
+  s.thinking = null;
+}
+
+function endTurn(kind) {
+  endThinking();
+  closeText();
+  clearTimeout(s.stopTimer);
+  if (s.turn) {
+    s.turn.node.classList.remove("live");
+    for (const card of s.turn.body.querySelectorAll(".tool-card[data-state=pending]")) {
+      completeToolCard(card, { result: kind === "stopped" ? "(stopped)" : "(no result)", success: false });
+    }
+  }
+  s.witnessed = Boolean(s.turn && s.turnClean && s.userShown && ["end", "stopped", "error"].includes(kind));
+  s.turn = null;
+  set({ busy: false });
+  emit("turn:ended", kind);
+  if (s.pendingSync) {
+    s.pendingSync = false;
+    syncReload();
+  }
+}
+
+function handleEvent(ev) {
+  if (RUN_EVENTS.has(ev.type)) s.runEventsSinceOpen += 1;
+  switch (ev.type) {
+    case "stream_start":
+      if (s.turn) endTurn("replaced");
+      ensureTurn();
+      s.turnClean = true;
+      break;
+    case "thinking_delta": {
+      const body = ensureTurn().body;
+      if (!s.thinking) {
+        closeText();
+        s.thinking = thinkingBlock("", { live: true });
+        body.append(s.thinking);
+      }
+      appendThinking(s.thinking, ev.delta || "");
+      scrollDown();
+      break;
+    }
+    case "thinking_end":
+      endThinking();
+      break;
+    case "turn_thinking":
+      if (!ev.thinking) break;
+      endThinking();
+      closeText();
+      scopeFor(ev).append(thinkingBlock(ev.thinking, { subagent: ev.is_subagent }));
+      scrollDown();
+      break;
+    case "plan_ready":
+      endThinking();
+      closeText();
+      ensureTurn().body.append(planCard(ev.plan, { open: true }));
+      scrollDown();
+      break;
+    case "tool_started": {
+      endThinking();
+      closeText();
+      scopeFor(ev).append(toolCard({ tool: ev.tool, args: ev.args, subagent: ev.is_subagent }));
+      scrollDown();
+      break;
+    }
+    case "tool_call": {
+      endThinking();
+      closeText();
+      const scope = scopeFor(ev);
+      const card = findPending(scope, ev.tool) || scope.appendChild(toolCard({ tool: ev.tool, args: ev.args, subagent: ev.is_subagent }));
+      completeToolCard(card, { args: ev.args, result: ev.result, success: ev.success });
+      if (ev.tool === "todo") {
+        applyTodoCall({ args: ev.args || {}, result: ev.result, success: ev.success });
+        renderTodo(els.todo);
+      }
+      scrollDown();
+      break;
+    }
+    case "stream_delta": {
+      const body = ensureTurn().body;
+      endThinking();
+      if (!s.text) {
+        s.text = textBlock();
+        s.text.classList.add("streaming");
+        s.textBuf = "";
+        body.append(s.text);
+      }
+      s.textBuf += ev.delta || "";
+      scheduleText();
+      break;
+    }
+    case "stream_end": {
+      const body = ensureTurn().body;
+      endThinking();
+      if (typeof ev.content === "string" && ev.content.trim()) {
+        if (!s.text) {
+          s.text = textBlock();
+          body.append(s.text);
+        }
+        s.textBuf = ev.content;
+      }
+      if (Number.isFinite(ev.context_tokens)) set({ contextTokens: ev.context_tokens });
+      if (Number.isFinite(ev.max_context_tokens) && ev.max_context_tokens > 0) set({ maxContextTokens: ev.max_context_tokens });
+      endTurn("end");
+      emit("sessions:refresh");
+      break;
+    }
+    case "stream_stopped":
+      if (s.turn) s.turn.body.append(notice("Stopped. The partial reply was kept.", "muted"));
+      endTurn("stopped");
+      break;
+    case "context_compressed": {
+      const text = `Context compressed: ${ev.messages_before ?? "?"} → ${ev.messages_after ?? "?"} messages.`;
+      els.messages.append(notice(text, "info", ev.summary || ""));
+      if (Number.isFinite(ev.context_tokens)) set({ contextTokens: ev.context_tokens });
+      if (Number.isFinite(ev.max_context_tokens) && ev.max_context_tokens > 0) set({ maxContextTokens: ev.max_context_tokens });
+      scrollDown();
+      break;
+    }
+    case "profile_switched":
+      set({ current: { ...(store.current || {}), profile_id: ev.profile_id, profile_name: ev.profile_name || ev.profile_id } });
+      (s.turn ? s.turn.body : els.messages).append(notice(`Switched to ${ev.profile_name || ev.profile_id}.`, "muted"));
+      emit("sessions:refresh");
+      break;
+    case "error": {
+      const retry = s.lastSent && !s.turn?.body.querySelector(".tool-card") ? s.lastSent : null;
+      const card = errorCard(ev.message, retry ? { onRetry: () => send(retry) } : {});
+      (s.turn ? s.turn.body : els.messages).append(card);
+      endTurn("error");
+      scrollDown(true);
+      break;
+    }
+    case "recall_update":
+      emit("recall:changed", ev);
+      break;
+    case "session_sync":
+      onSync();
+      break;
+    default:
+      break; // heartbeat and anything newer
+  }
+}
+
+async function onSync() {
+  if (s.turn) {
+    let busy = false;
+    try {
+      busy = Boolean((await api.getSession(store.currentId, { limit: 1 })).busy);
+    } catch {
+      busy = true;
+    }
+    if (s.turn && (busy || s.runEventsSinceOpen > 0)) {
+      s.pendingSync = true; // reload when this turn ends
+      return;
+    }
+    if (s.turn) endTurn("sync");
+  }
+  if (!s.turn && !s.localPending) set({ busy: false });
+  syncReload();
+}
+
+function syncReload() {
+  const keepWitnessed = s.witnessed;
+  s.witnessed = false;
+  reload({ keepWitnessed });
+}
+
+// -- sending ------------------------------------------------------------------------------
+
+function waitOpen(sock, ms) {
+  return new Promise((resolve) => {
+    const start = Date.now();
+    const tick = () => {
+      if (sock.isOpen) return resolve(true);
+      if (Date.now() - start > ms || sock.disposed) return resolve(false);
+      return setTimeout(tick, 50);
+    };
+    tick();
+  });
+}
+
+/** The current session, created (with the chosen profile) on first use. */
+export async function ensureSession() {
+  if (store.currentId) return store.currentId;
+  const created = await api.createSession(store.draftProfileId);
+  const id = created.session_id;
+  s.openToken += 1;
+  set({ currentId: id, current: { id, profile_id: created.profile_id, profile_name: profileName(created.profile_id), title: "" } });
+  history.replaceState(null, "", `#${id}`);
+  s.lastRenderedSeq = 0;
+  connect(id);
+  emit("sessions:refresh");
+  emit("chat:opened", id);
+  return id;
+}
+
+function profileName(id) {
+  return (store.profiles.find((p) => p.id === id) || {}).name || id;
+}
+
+/** Send a message. Resolves true when it went out. */
+export async function send({ text, images = [], files = [] }) {
+  if (store.busy || !text.trim()) return false;
+  try {
+    await ensureSession();
+  } catch (err) {
+    toast(err.message, "error");
+    return false;
+  }
+  if (!(await waitOpen(socket, 8000))) {
+    toast("Not connected to Navi yet. Your message was not sent; try again in a moment.", "error");
+    return false;
+  }
+  const frame = { type: "message", content: text };
+  if (images.length) frame.images = images;
+  if (files.length) frame.files = files;
+  showEmpty(false);
+  els.messages.append(userMessage({ content: text, images, files, createdAt: new Date().toISOString() }));
+  s.lastSent = { text, images, files };
+  s.localPending = true;
+  s.stick = true;
+  scrollDown(true);
+  set({ busy: true });
+  socket.send(frame);
+  return true;
+}
+
+/** Stop the running turn: the stop frame, and POST /stop if the socket is down or nothing happens. */
+export function stop() {
+  if (!store.busy || !store.currentId) return;
+  const id = store.currentId;
+  const sent = socket && socket.send({ type: "stop" });
+  emit("turn:stopping");
+  clearTimeout(s.stopTimer);
+  s.stopTimer = setTimeout(() => {
+    if (store.busy && store.currentId === id) api.stop(id).catch((err) => toast(err.message, "error"));
+  }, sent ? 2500 : 0);
+}
