@@ -54,9 +54,19 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
     return _error(request, "Invalid request: " + "; ".join(problems), 422, errors=exc.errors)
 
 
+CSRF_HELP = (
+    "CSRF check failed: a request authenticated by the browser's session cookie must send the "
+    "X-CSRFToken header (its value is the csrftoken cookie). Scripts should authenticate with "
+    "'Authorization: Bearer <token>' instead."
+)
+
+
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    return _error(request, str(exc), exc.status_code)
+    message = str(exc)
+    if exc.status_code == 403 and "csrf" in message.lower():
+        message = CSRF_HELP
+    return _error(request, message, exc.status_code)
 
 
 def _register_routers() -> None:

@@ -79,7 +79,7 @@ def _install_side_router(server: FakeLLMServer) -> SideReplies:
     return side
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser_navi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNavi]:
     fake = shared_server()
     _install_side_router(fake)
@@ -109,7 +109,7 @@ def side_replies(fake: FakeLLMServer) -> SideReplies:
 # -- the browser ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser_context(browser_navi: LiveNavi) -> Iterator[BrowserContext]:
     user_data = tempfile.mkdtemp(prefix="navi-chromium-")
     with sync_playwright() as pw:
