@@ -64,7 +64,9 @@ class ContextBuilder:
         now = now or datetime.now(UTC)
         system = (
             self.system_prompt(profile, persona=persona, subagent=subagent)
-            + f"\n\nCurrent date and time: {now:%A, %Y-%m-%d %H:%M} UTC."
+            # The date only: a clock in the system prompt would change the prompt's prefix every minute and
+            # make a local model re-read it all (get_current_datetime gives the time).
+            + f"\n\nToday is {now:%A, %Y-%m-%d} (UTC)."
         )
         messages = [ChatMessage(role="system", content=system)]
         if memory and memory.strip():

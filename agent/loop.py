@@ -11,6 +11,7 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -231,20 +232,22 @@ class Agent:
 
         registry = await aget_registry()
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
-        aids = turn.profile.local_model_aids_enabled
-        previous_calls: set[tuple[str, str]] = set()
-        repaired = told_unknown = False
-        force_answer = bool(aids and SMALL_TALK.match(turn.goal or ""))
-        repeats = 0
+        aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
+        state = _LoopState(aids=aids, greeting=bool(aids and SMALL_TALK.match(turn.goal or "")),
+                           start=len(turn.history))
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
                 return
-            names = [] if force_answer else self._tool_names(registry, turn)
-            messages = self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
-            call = StreamedCall(self._stream(turn, messages, registry.schemas(names)), emit=turn.emit,
-                                holdback=aids and bool(names))
+            names = self._tool_names(registry, turn)
+            offered = [] if state.greeting else names
+            allow = bool(offered) and not state.force_answer
+            messages = (self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
+                        + _nudges(turn, state, allow))
+            # With the aids on, text that may be a call written as JSON is held back until it is clear.
+            call = StreamedCall(self._stream(turn, messages, registry.schemas(offered)), emit=turn.emit,
+                                holdback=aids)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -252,52 +255,33 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            # Calls of tools that were not offered (a greeting, "answer now") are not run.
-            tool_calls = list(call.tool_calls) if names else []
-            content = call.text
-            if not names and call.tool_calls and not content.strip():
-                content = _fallback_answer(turn.history)
-            if not tool_calls and aids and names:
-                found = extract_text_tool_calls(call.text, set(names))
-                if found.calls:
-                    tool_calls, content = found.calls, found.remaining_text
-                elif found.malformed or (found.unknown_tool and not told_unknown):
-                    note = _repair_note(found.malformed, found.unknown_tool, names, repaired)
-                    repaired = repaired or bool(found.malformed)
-                    told_unknown = told_unknown or bool(found.unknown_tool)
-                    force_answer = force_answer or note.startswith("The tool call failed again")
-                    await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
-                    await turn.add(ChatMessage(role="user", content=note, metadata={"synthetic": True}), buffer="context")
-                    continue
-            if not tool_calls:
-                for ev in call.finish_events(is_tool_turn=False):
+            decision = _interpret(call, turn, state, allow, names, set(registry.names()))
+            if decision.note is not None:
+                await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
+                await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
+                               buffer="context")
+                continue
+            if not decision.calls:
+                async for ev in self._final(turn, call, decision):
                     yield ev
-                turn.final_text = content.strip() if content else ""
-                if turn.emit and turn.final_text and not call.streamed_text:
-                    yield StreamDelta(delta=turn.final_text)
-                await turn.add(ChatMessage(role="assistant", content=turn.final_text, thinking=call.thinking or None))
-                if turn.emit:
-                    yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
-                                    max_context_tokens=_max_context())
                 return
             if call.thinking:
                 yield TurnThinking(thinking=call.thinking)
-            await turn.add(ChatMessage(role="assistant", content=content or None, tool_calls=tuple(tool_calls),
-                                       thinking=call.thinking or None))
-            current = {canonical(c) for c in tool_calls}
+            await turn.add(ChatMessage(role="assistant", content=decision.content or None,
+                                       tool_calls=tuple(decision.calls), thinking=call.thinking or None))
             repeated = False
-            for tc in tool_calls:
+            for tc in decision.calls:
                 if turn.stop_event.is_set():
                     await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
                                                content="Error: stopped by the user before this tool ran."))
                     continue
-                blocked = aids and canonical(tc) in previous_calls
+                blocked = aids and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
                 async for ev in self._run_tool(turn, registry, tc, set(names), blocked=blocked):
                     yield ev
-            previous_calls = current
-            repeats = repeats + 1 if repeated else 0
-            force_answer = repeats >= 2
+            state.previous_calls = {canonical(c) for c in decision.calls}
+            state.repeats = state.repeats + 1 if repeated else 0
+            state.force_answer = state.force_answer or state.repeats >= 2
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
@@ -310,6 +294,17 @@ class Agent:
                 turn.profile_switched_to = None
         async for ev in self._max_iterations(turn):
             yield ev
+
+    async def _final(self, turn: Turn, call: StreamedCall, decision: _Decision) -> AsyncIterator[AgentEvent]:
+        for ev in call.finish_events(is_tool_turn=False, drop_held=decision.replaced):
+            yield ev
+        turn.final_text = decision.content.strip()
+        if turn.emit and turn.final_text and (decision.replaced or not call.streamed_text):
+            yield StreamDelta(delta=turn.final_text)
+        await turn.add(ChatMessage(role="assistant", content=turn.final_text, thinking=call.thinking or None))
+        if turn.emit:
+            yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
+                            max_context_tokens=_max_context())
 
     def _context(self, turn: Turn) -> list[ChatMessage]:
         return self.builder.build(profile=turn.profile, persona=settings.NAVI_PERSONA, memory=turn.memory,
@@ -469,11 +464,77 @@ def _repair_note(malformed: str | None, unknown: str | None, names: list[str], r
             "Use one of them, or answer the user directly.")
 
 
-def _fallback_answer(history: list[ChatMessage]) -> str:
-    last = next((m for m in reversed(history) if m.role == "tool" and m.content), None)
-    if last is None:
-        return "I could not produce an answer this time. Please rephrase or try again."
-    return f"I kept repeating the same tool call instead of answering. The last result I got was:\n\n{(last.content or '')[:2000]}"
+@dataclass
+class _LoopState:
+    """Per-turn state of the local-model aids."""
+
+    aids: bool
+    greeting: bool
+    start: int  # index in turn.history where this turn's messages begin
+    force_answer: bool = False
+    repaired: bool = False
+    told_unknown: bool = False
+    repeats: int = 0
+    previous_calls: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    calls: list[ToolCallRequest]
+    content: str
+    note: str | None = None  # a repair/unknown-tool message for the model: run another iteration
+    replaced: bool = False  # the model's text was a call nobody may run: show the fallback instead
+
+
+ANSWER_NOW = ("Answer the user now in plain language with what you have. Do not call any tool "
+              "and do not write a tool call.")
+AFTER_TOOLS = ("The tool results above are available. If they answer the user's request, reply to the user now; "
+               "call another tool only if it is really needed.")
+
+
+def _nudges(turn: Turn, state: _LoopState, allow: bool) -> list[ChatMessage]:
+    """Short steering messages for small local models (aids only; never stored)."""
+    if not state.aids or not turn.history:
+        return []
+    if state.force_answer:
+        return [ChatMessage(role="system", content=ANSWER_NOW)]
+    if allow and turn.history[-1].role == "tool":
+        return [ChatMessage(role="system", content=AFTER_TOOLS)]
+    return []
+
+
+def _interpret(call: StreamedCall, turn: Turn, state: _LoopState, allow: bool, names: list[str],
+               known: set[str]) -> _Decision:
+    """What the model's answer means: tool calls to run, a final text, or a note to send back."""
+    if not allow:
+        # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
+        wrote_call = bool(call.tool_calls) or (
+            state.aids and bool(extract_text_tool_calls(call.text, known).calls))
+        if wrote_call:
+            return _Decision(calls=[], content=_fallback_answer(turn.history[state.start:], state.greeting),
+                             replaced=True)
+        return _Decision(calls=[], content=call.text)
+    if call.tool_calls or not state.aids:
+        return _Decision(calls=list(call.tool_calls), content=call.text)
+    found = extract_text_tool_calls(call.text, set(names))
+    if found.calls:
+        return _Decision(calls=found.calls, content=found.remaining_text)
+    if found.malformed or (found.unknown_tool and not state.told_unknown):
+        note = _repair_note(found.malformed, found.unknown_tool, names, state.repaired)
+        state.repaired = state.repaired or bool(found.malformed)
+        state.told_unknown = state.told_unknown or bool(found.unknown_tool)
+        state.force_answer = state.force_answer or note.startswith("The tool call failed again")
+        return _Decision(calls=[], content=call.text, note=note)
+    return _Decision(calls=[], content=call.text)
+
+
+def _fallback_answer(this_turn: list[ChatMessage], greeting: bool) -> str:
+    last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content), None)
+    if last is not None:
+        return f"Here is the result I got:\n\n{(last.content or '')[:2000]}"
+    if greeting:
+        return "Hello! How can I help you today?"
+    return "I could not produce an answer this time. Please rephrase or try again."
 
 
 def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:

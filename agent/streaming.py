@@ -63,12 +63,13 @@ class StreamedCall:
                 self.prompt_tokens = chunk.prompt_eval_count
                 self.eval_tokens = chunk.eval_count
 
-    def finish_events(self, *, is_tool_turn: bool) -> list[AgentEvent]:
-        """Events owed at the end of the stream (held text, unflushed thinking)."""
+    def finish_events(self, *, is_tool_turn: bool, drop_held: bool = False) -> list[AgentEvent]:
+        """Events owed at the end of the stream: unflushed thinking and, unless dropped, held text."""
         if is_tool_turn:
             return []
         out = self._close_thinking()
-        out.extend(self._text_events(final=True))
+        if not drop_held:
+            out.extend(self._text_events(final=True))
         return out
 
     def held_text(self) -> str:

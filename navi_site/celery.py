@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
 
@@ -15,3 +16,12 @@ app.conf.beat_schedule = {
     "recall-sweep": {"task": "recall.sweep", "schedule": 5.0},
     "purge-session-files": {"task": "sessions.purge_files", "schedule": 3600.0},
 }
+
+
+@app.on_after_configure.connect
+def _configured_intervals(sender: Celery, **_: Any) -> None:
+    """Intervals that come from Navi's configuration. Loading the Celery config reads the Django
+    settings, so they are available here (and not yet when this module is imported)."""
+    from django.conf import settings
+
+    sender.conf.beat_schedule["recall-sweep"]["schedule"] = float(getattr(settings, "RECALL_SWEEP_SECONDS", 5))

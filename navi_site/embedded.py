@@ -13,6 +13,19 @@ import structlog
 
 log = structlog.get_logger(__name__)
 
+_shutting_down = threading.Event()
+
+
+def begin_shutdown() -> None:
+    """The server started stopping (Ctrl-C, SIGTERM). The embedded worker keeps running while
+    daphne closes its connections (up to 10 s): tasks that would start new work — a recall
+    run — check ``shutting_down()`` and leave it for the next start instead."""
+    _shutting_down.set()
+
+
+def shutting_down() -> bool:
+    return _shutting_down.is_set()
+
 
 class EmbeddedCelery:
     """A Celery worker (thread pool) and beat in background threads of this process."""

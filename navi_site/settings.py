@@ -29,6 +29,7 @@ OPENAI_API_KEY: str = _VALUES["OPENAI_API_KEY"]
 LLM_STREAM_FIRST_CHUNK_TIMEOUT: float = _VALUES["LLM_STREAM_FIRST_CHUNK_TIMEOUT"]
 LLM_STREAM_CHUNK_TIMEOUT: float = _VALUES["LLM_STREAM_CHUNK_TIMEOUT"]
 LLM_LOCAL_MODEL_AIDS: bool = _VALUES["LLM_LOCAL_MODEL_AIDS"]
+LLM_MAX_OUTPUT_TOKENS: int = _VALUES["LLM_MAX_OUTPUT_TOKENS"]
 CONTEXT_COMPRESSION_ENABLED: bool = _VALUES["CONTEXT_COMPRESSION_ENABLED"]
 CONTEXT_COMPRESSION_THRESHOLD: float = _VALUES["CONTEXT_COMPRESSION_THRESHOLD"]
 CONTEXT_KEEP_RECENT: int = _VALUES["CONTEXT_KEEP_RECENT"]
@@ -169,12 +170,20 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            # A consumer waits for its messages with BZPOPMIN timeout=5 (channels_redis brpop_timeout);
+            # redis-py 8 reads with a 5 s socket_timeout by default, so an idle WebSocket (a client
+            # waiting for its recall) crashed with "Timeout reading from Redis" after ~5 s.
+            # max_connections: every running turn holds a connection while it publishes; redis-py's
+            # default pool (100) raised MaxConnectionsError with 100 sessions streaming (bench/transport.py).
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15, "max_connections": 1000}],
+                       "capacity": 1500, "expiry": 30},
         }
     }
     CELERY_BROKER_URL = REDIS_URL
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1500}}}
+    CHANNEL_LAYERS = {  # Channels' in-memory layer with an O(members) group_send (sessions_app/layers.py)
+        "default": {"BACKEND": "sessions_app.layers.NaviInMemoryChannelLayer", "CONFIG": {"capacity": 1500}}
+    }
     CELERY_BROKER_URL = "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True

@@ -113,7 +113,8 @@ def test_bare_name_only_is_not_reported_as_unknown() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        pytest.param('{"name": "get_time", "arguments": {"timezone": "UTC"}', "unbalanced braces", id="unbalanced"),
+        pytest.param('{"name": "get_time", "arguments": {"timezone": "UT', "unbalanced braces", id="unbalanced"),
+        pytest.param('{"name": "get_time", "arguments": {"timezone": ', "unbalanced braces", id="cut-after-colon"),
         pytest.param("```json\n{\"name\": \"web_search\", \"arguments\": {'query': 'x'}}\n```",
                      "Expecting property name", id="single-quotes-fenced"),
         pytest.param('Checking. {"name": "get_time", "arguments": {"tz": "UTC",}}', "Expecting", id="trailing-comma"),
@@ -125,6 +126,23 @@ def test_malformed_known_call(text: str, problem: str) -> None:
     assert result.malformed is not None and problem in result.malformed
     assert "'get_time'" in result.malformed or "'web_search'" in result.malformed
     assert result.remaining_text == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "get_time", "arguments": {"timezone": "UTC"}',  # Qwen2.5-Coder 0.5B, as observed
+    '{"name": "get_time", "arguments": {"timezone": "UTC"',
+    '```json\n{"name": "get_time", "arguments": {"timezone": "UTC"}\n```',
+    'Let me check. {"name": "get_time", "arguments": {"timezone": "UTC"}  ',
+])
+def test_call_missing_only_its_final_braces_is_completed(text: str) -> None:
+    result = extract_text_tool_calls(text, KNOWN)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_time", {"timezone": "UTC"})]
+    assert result.malformed is None and "{" not in result.remaining_text
+
+
+def test_missing_braces_are_not_added_in_the_middle_of_an_answer() -> None:
+    text = 'The call looks like {"name": "get_time", "arguments": {"timezone": "UTC"}'
+    assert extract_text_tool_calls(text, KNOWN).calls == []
 
 
 def test_malformed_unknown_tool_is_not_reported() -> None:
@@ -150,3 +168,12 @@ def test_short_trailing_text_is_kept() -> None:
 
 def test_no_known_tools() -> None:
     assert extract_text_tool_calls('{"name": "get_time", "arguments": {}}', set()).calls == []
+
+
+def test_a_reply_repeating_one_call_runs_it_once_and_calls_are_capped() -> None:
+    one = '{"name": "get_time", "arguments": {"timezone": "UTC"}}'
+    assert len(extract_text_tool_calls("\n".join([one] * 40), KNOWN).calls) == 1
+    many = "\n".join(f'{{"name": "get_time", "arguments": {{"timezone": "Zone/{i}"}}}}' for i in range(10))
+    result = extract_text_tool_calls(many, KNOWN)
+    assert [c.arguments["timezone"] for c in result.calls] == ["Zone/0", "Zone/1", "Zone/2", "Zone/3"]
+    assert result.remaining_text == ""

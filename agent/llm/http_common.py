@@ -6,9 +6,11 @@ and tool-call argument parsing.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import os
+import ssl
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +20,15 @@ import httpx
 import structlog
 
 from agent.llm.base import BackendUnreachable, LLMError, StreamTimeout
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context for every LLM client. httpx builds a new one per ``AsyncClient``
+    (loading certifi's CA bundle: ~10-20 ms of CPU on the event loop), and every LLM call
+    opens a client, so 100 turns starting together stalled every stream for seconds.
+    Same verification as httpx's default (honours SSL_CERT_FILE / SSL_CERT_DIR)."""
+    return httpx.create_ssl_context()
 
 log = structlog.get_logger(__name__)
 

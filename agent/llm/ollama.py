@@ -43,6 +43,7 @@ from agent.llm.http_common import (
     parse_arguments,
     read_body,
     read_error_body,
+    shared_ssl_context,
     timeout,
     transport_error,
 )
@@ -73,9 +74,11 @@ class OllamaBackend:
         connect_timeout: float = 5.0,
         read_timeout: float = 900.0,
         client: httpx.AsyncClient | None = None,
+        max_tokens: int = 0,
     ) -> None:
         self.host = host.rstrip("/")
         self.keep_alive = keep_alive
+        self.max_tokens = max_tokens  # 0: no limit (options.num_predict)
         self._timeout = timeout(connect_timeout, read_timeout)
         self._show_timeout = timeout(connect_timeout, SHOW_TIMEOUT)
         self._client = client
@@ -178,7 +181,7 @@ class OllamaBackend:
         if self._client is not None:
             yield self._client
             return
-        async with httpx.AsyncClient(timeout=self._timeout) as client:
+        async with httpx.AsyncClient(timeout=self._timeout, verify=shared_ssl_context()) as client:
             yield client
 
     async def _send(
@@ -273,6 +276,8 @@ class OllamaBackend:
             options["temperature"] = temperature
         if num_ctx:
             options["num_ctx"] = num_ctx
+        if self.max_tokens > 0:
+            options["num_predict"] = self.max_tokens
         if options:
             body["options"] = options
         if format is not None:

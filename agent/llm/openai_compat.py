@@ -38,6 +38,7 @@ from agent.llm.http_common import (
     parse_arguments,
     read_body,
     read_error_body,
+    shared_ssl_context,
     timeout,
     transport_error,
 )
@@ -63,9 +64,11 @@ class OpenAICompatBackend:
         connect_timeout: float = 5.0,
         read_timeout: float = 900.0,
         client: httpx.AsyncClient | None = None,
+        max_tokens: int = 0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
+        self.max_tokens = max_tokens  # 0: no limit
         self._timeout = timeout(connect_timeout, read_timeout)
         self._client = client
         self._caps: dict[str, ModelCapabilities] = {}
@@ -144,7 +147,7 @@ class OpenAICompatBackend:
         if self._client is not None:
             yield self._client
             return
-        async with httpx.AsyncClient(timeout=self._timeout) as client:
+        async with httpx.AsyncClient(timeout=self._timeout, verify=shared_ssl_context()) as client:
             yield client
 
     def _headers(self) -> dict[str, str]:
@@ -222,6 +225,8 @@ class OpenAICompatBackend:
             body["tools"] = list(tools)
         if temperature is not None:
             body["temperature"] = temperature
+        if self.max_tokens > 0:
+            body["max_tokens"] = self.max_tokens
         if format is not None:
             body["response_format"] = response_format(format)
         return body

@@ -24,23 +24,25 @@ _cache: dict[tuple[str, Hashable], LLMBackend] = {}
 
 
 def _ollama_key() -> Hashable:
-    return (settings.OLLAMA_HOST, settings.OLLAMA_KEEP_ALIVE)
+    return (settings.OLLAMA_HOST, settings.OLLAMA_KEEP_ALIVE, settings.LLM_MAX_OUTPUT_TOKENS)
 
 
 def _build_ollama() -> LLMBackend:
     from agent.llm.ollama import OllamaBackend
 
-    return OllamaBackend(settings.OLLAMA_HOST, keep_alive=settings.OLLAMA_KEEP_ALIVE)
+    return OllamaBackend(settings.OLLAMA_HOST, keep_alive=settings.OLLAMA_KEEP_ALIVE,
+                         max_tokens=settings.LLM_MAX_OUTPUT_TOKENS)
 
 
 def _openai_key() -> Hashable:
-    return (settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY)
+    return (settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.LLM_MAX_OUTPUT_TOKENS)
 
 
 def _build_openai() -> LLMBackend:
     from agent.llm.openai_compat import OpenAICompatBackend
 
-    return OpenAICompatBackend(settings.OPENAI_BASE_URL, api_key=settings.OPENAI_API_KEY)
+    return OpenAICompatBackend(settings.OPENAI_BASE_URL, api_key=settings.OPENAI_API_KEY,
+                               max_tokens=settings.LLM_MAX_OUTPUT_TOKENS)
 
 
 _BUILTIN: dict[str, tuple[Callable[[], Hashable], BackendFactory]] = {

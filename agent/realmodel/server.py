@@ -27,6 +27,8 @@ from agent.realmodel.catalog import SERVER_CMAKE_ARGS, SERVER_PACKAGE, SERVER_VE
 
 Echo = Callable[[str], None]
 HEARTBEAT_SECONDS = 30.0
+LAUNCHER = Path(__file__).with_name("llama_serve.py")
+DEFAULT_MAX_TOKENS = 1024
 PROGRESS_EVERY = 10.0
 _PROGRESS = re.compile(r"^\s*\[\s*\d+(?:/\d+|%)\]")
 _NOTABLE = re.compile(r"(?i)(error|warning: .*fail|successfully|collecting|building wheel|installing)")
@@ -146,10 +148,12 @@ def server_command(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int
       which Navi's local-model aids turn into real calls;
     - ``--interrupt_requests False``: by default a second request (a title, a memory summary)
       would cut the running answer short; with one slot it now waits its turn instead;
-    - n_threads 2 / n_batch 256: two cores, prompt evaluation in moderate batches.
+    - n_threads 2 / n_batch 256: two cores, prompt evaluation in moderate batches;
+    - a default ``max_tokens`` of 1024 (``llama_serve.py``): without it a request that sets none
+      (Navi's) generates until the context is full when the model loops.
     """
     return [
-        str(paths.python), "-m", "llama_cpp.server",
+        str(paths.python), str(LAUNCHER), "--default_max_tokens", str(DEFAULT_MAX_TOKENS),
         "--model", str(model_path), "--model_alias", spec.alias,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(spec.n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
@@ -166,7 +170,7 @@ def read_pid_file(paths: Paths) -> dict[str, Any] | None:
 
 
 def is_our_server(pid: int) -> bool:
-    """Whether ``pid`` is alive and runs llama_cpp.server (not a recycled pid)."""
+    """Whether ``pid`` is alive and runs our llama_cpp server (not a recycled pid)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
@@ -175,7 +179,7 @@ def is_our_server(pid: int) -> bool:
         except OSError:
             return False
         return True  # no /proc (macOS): trust the pid file
-    return "llama_cpp.server" in cmdline
+    return "llama_cpp.server" in cmdline or LAUNCHER.name in cmdline
 
 
 def models_answer(base_url: str, timeout: float = 2.0) -> list[str] | None:

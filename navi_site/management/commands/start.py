@@ -61,18 +61,24 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
+        from navi_site import wsoptions
         from navi_site.asgi import application
+        from navi_site.embedded import begin_shutdown
         from sessions_app.bus import register_server_loop
 
-        def ready() -> None:
+        wsoptions.raise_open_files_limit()  # 1 000+ WebSockets need more than the usual 1 024 fds
+
+        def ready() -> None:  # daphne built its factories; the reactor is not running yet
             from twisted.internet import reactor
 
+            wsoptions.configure_factory(server.ws_factory)
             register_server_loop(asyncio.get_event_loop())
+            reactor.addSystemEventTrigger("before", "shutdown", begin_shutdown)
             for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C and `kill` both stop cleanly
                 signal.signal(sig, lambda *_: reactor.callFromThread(reactor.stop))
             log.info("server_ready", host=host, port=port)
 
-        Server(
+        server = Server(
             application=application,
             endpoints=build_endpoint_description_strings(host=host, port=port),
             ready_callable=ready,
@@ -80,4 +86,5 @@ class Command(BaseCommand):
             websocket_max_frame_size=32 * 1024 * 1024,
             application_close_timeout=10,
             verbosity=0,
-        ).run()
+        )
+        server.run()

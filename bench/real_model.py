@@ -1,0 +1,136 @@
+"""Competence of Navi with a real small model, local-model aids on vs off (issue 11).
+
+    python manage.py real_model start            # the model server (after `real_model setup`)
+    .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
+
+Starts a live Navi (``manage.py start`` in a subprocess, its own data directory) whose
+``local_small`` profile talks to the model server at $NAVI_REAL_MODEL_URL (default
+http://127.0.0.1:8089/v1), then runs every everyday task of ``tests/realmodel/scenarios.py``
+``--runs`` times with the profile's local-model aids on and off. Prints one line per run
+(with the tool calls and the answer, the evidence for what the aids buy) and a Markdown
+table: success rate and median seconds per task and mode. ``--json FILE`` keeps every run.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.realmodel.scenarios import (  # noqa: E402
+    TASKS,
+    Env,
+    default_model_url,
+    model_aliases,
+    set_aids,
+    start_navi_for_model,
+)
+
+
+async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
+    url = args.url.rstrip("/")
+    aliases = model_aliases(url)
+    if not aliases:
+        sys.exit(f"no model server answers at {url}/models: run `python manage.py real_model start` first")
+    alias = aliases[0]
+    tasks = args.tasks.split(",") if args.tasks else list(TASKS)
+    modes = [m.strip() for m in args.modes.split(",")]
+    navi = start_navi_for_model(Path(tempfile.mkdtemp(prefix="navi-bench-realmodel-")), url, alias)
+    results = RESULTS
+    counter = 0
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        print(f"model {alias} at {url}; Navi at {navi.url}; {len(tasks)} tasks x {args.runs} runs x modes {modes}",
+              flush=True)
+        # Run-major (every task in both modes, then the next round): an interrupted benchmark still
+        # compares the modes on the same tasks under the same machine load.
+        aids: str | None = None
+        for run in range(args.runs):
+            for task in tasks:
+                for mode in modes:
+                    if mode != aids:
+                        set_aids(navi, alias, mode == "on")
+                        aids = mode
+                    counter += 1
+                    env = Env(navi=navi, model_url=url, alias=alias, run=counter)
+                    began = time.monotonic()
+                    try:
+                        outcome = await TASKS[task](env)
+                        ok, detail, seconds = outcome.ok, outcome.detail, outcome.seconds
+                    except Exception as exc:  # a harness failure counts as a failed run, and is shown
+                        ok, detail, seconds = False, f"harness error {type(exc).__name__}: {exc}", time.monotonic() - began
+                    results.append({"task": task, "aids": mode, "run": run + 1, "ok": ok, "seconds": seconds,
+                                    "detail": detail})
+                    if args.json:
+                        await asyncio.to_thread(Path(args.json).write_text, json.dumps(results, indent=2))
+                    print(f"[{task:15s} aids {mode:3s} #{run + 1}] {'PASS' if ok else 'FAIL'} {seconds:6.1f}s  {detail}",
+                          flush=True)
+    finally:
+        navi.stop()
+    return results
+
+
+RESULTS: list[dict[str, Any]] = []  # module level: an interrupted run still prints its table
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def table(results: list[dict[str, Any]], modes: list[str]) -> str:
+    tasks = list(dict.fromkeys(r["task"] for r in results))
+    head = "| task | " + " | ".join(f"aids {m}: success | aids {m}: median s" for m in modes) + " |"
+    sep = "|---|" + "---|---|" * len(modes)
+    lines = [head, sep]
+    totals = {m: [0, 0] for m in modes}
+    for task in tasks:
+        cells = []
+        for mode in modes:
+            runs = [r for r in results if r["task"] == task and r["aids"] == mode]
+            passed = sum(r["ok"] for r in runs)
+            totals[mode][0] += passed
+            totals[mode][1] += len(runs)
+            median = statistics.median(r["seconds"] for r in runs) if runs else float("nan")
+            cells += [f"{passed}/{len(runs)}", f"{median:.0f}"]
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    cells = []
+    for mode in modes:
+        passed, total = totals[mode]
+        all_runs = [r["seconds"] for r in results if r["aids"] == mode]
+        cells += [f"**{passed}/{total} = {100 * passed / max(total, 1):.0f} %**",
+                  f"{statistics.median(all_runs):.0f}" if all_runs else "-"]
+    lines.append("| **all** | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tasks", default="", help=f"comma-separated subset of: {', '.join(TASKS)}")
+    parser.add_argument("--modes", default="on,off", help="local-model aids: on,off (default both)")
+    parser.add_argument("--url", default=default_model_url())
+    parser.add_argument("--json", default="", help="write every run (with its evidence) to this file")
+    args = parser.parse_args()
+    started = time.monotonic()
+    try:
+        results = asyncio.run(bench(args))
+    except KeyboardInterrupt:
+        print("interrupted: the table covers the runs that finished", flush=True)
+        results = RESULTS
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    print(f"\n{len(results)} runs in {(time.monotonic() - started) / 60:.1f} min\n")
+    print(table(results, [m.strip() for m in args.modes.split(",")]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""WebSocket options of the server: permessage-deflate (RFC 7692).
+
+Daphne serves WebSockets with autobahn's ``WebSocketServerFactory`` and never sets
+``perMessageCompressionAccept``, so compression is off and every ``stream_delta``
+carries its ~40-byte JSON envelope (``{"type":"stream_delta","delta":…,"seq":N}``)
+uncompressed. ``configure_factory`` accepts a client's permessage-deflate offer
+(browsers and the Python ``websockets`` client send one automatically; a client
+that offers nothing gets plain frames): with context takeover the repeated
+envelope is a few back-references, so the wire cost of a delta approaches the
+text itself. The JSON on the wire does not change.
+
+Memory: zlib's defaults (32 KiB window, memLevel 8) cost ~256 KiB per connection
+once the first message is compressed — 250 MB for 1 000 connections. Server-to-client
+compression uses a 2 KiB window and memLevel 4 (~16 KiB a connection): the envelope
+repeats within the last few hundred bytes, so a bigger window buys next to nothing. A
+smaller window than the one negotiated is always valid for the peer's decompressor.
+We ask the client for the same window for its (rare, small) frames when it allows it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+SERVER_WINDOW_BITS = 11  # 2 KiB history for server -> client messages
+SERVER_MEM_LEVEL = 4  # zlib memLevel: 8 KiB hash + 16 KiB buffers at 4
+CLIENT_WINDOW_BITS = 11
+
+
+def accept_deflate(offers: list[Any]) -> Any:
+    """autobahn ``perMessageCompressionAccept``: take the first permessage-deflate offer."""
+    from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
+
+    for offer in offers:
+        if not isinstance(offer, PerMessageDeflateOffer):
+            continue
+        window = SERVER_WINDOW_BITS
+        if offer.request_max_window_bits:  # the client asked for at most this window
+            window = min(window, offer.request_max_window_bits)
+        return PerMessageDeflateOfferAccept(
+            offer,
+            request_max_window_bits=CLIENT_WINDOW_BITS if offer.accept_max_window_bits else 0,
+            window_bits=window,
+            mem_level=SERVER_MEM_LEVEL,
+        )
+    return None
+
+
+def configure_factory(factory: Any, *, compression: bool = True) -> None:
+    """Apply Navi's options to daphne's ``WebSocketFactory`` (call before the reactor runs)."""
+    if compression:
+        factory.setProtocolOptions(perMessageCompressionAccept=accept_deflate)
+
+
+def raise_open_files_limit(want: int = 65536) -> int:
+    """Raise the soft RLIMIT_NOFILE towards the hard limit (each WebSocket is a file descriptor)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            pass
+    return soft
