@@ -25,6 +25,7 @@ _CALL_START = re.compile(
 )
 # Text kept back at the end while streaming, in case a call opener straddles two deltas.
 _TAIL = 24
+_OPENER_CHARS = ("{", "[", "<", "`")
 
 
 class StreamedCall:
@@ -115,7 +116,11 @@ class StreamedCall:
         if match is not None:
             self._locked = True
             return max(self._emitted, match.start())
-        return max(self._emitted, len(text) - _TAIL)
+        # Hold back only from a character that could open a call (a brace, a tag, a fence);
+        # plain prose streams without delay.
+        tail_start = max(self._emitted, len(text) - _TAIL)
+        opener = max(text.rfind(c, tail_start) for c in _OPENER_CHARS)
+        return opener if opener >= 0 else len(text)
 
 
 def _opening(stripped: str) -> str:

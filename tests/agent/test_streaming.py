@@ -1,0 +1,34 @@
+"""The hold-back of text that might be a tool call written as JSON."""
+from __future__ import annotations
+
+from agent.llm.base import StreamChunk
+from agent.streaming import StreamedCall
+
+
+async def _feed(pieces: list[str]) -> tuple[list[str], StreamedCall]:
+    async def chunks():
+        for p in pieces:
+            yield StreamChunk(kind="text", text=p)
+
+    call = StreamedCall(chunks(), emit=True, holdback=True)
+    seen = []
+    async for ev in call.events():
+        seen.append(ev.delta)
+    return seen, call
+
+
+async def test_plain_prose_streams_without_delay() -> None:
+    pieces = ["The weather ", "in Porto is ", "sunny today, ", "about 21 degrees."]
+    seen, _ = await _feed(pieces)
+    assert seen == pieces  # every delta goes out as soon as it arrives
+
+
+async def test_text_after_a_possible_opener_waits_until_it_is_clear() -> None:
+    seen, call = await _feed(["Use the set ", "{a, b} of ", "values here and more words to pass the window."])
+    assert "".join(seen) + "".join(e.delta for e in call.finish_events(is_tool_turn=False)) == call.text
+    assert seen[0] == "Use the set "
+
+
+async def test_a_call_is_held_back_entirely() -> None:
+    seen, call = await _feed(['{"name": "todo", ', '"arguments": {"action": "read"}}'])
+    assert seen == [] and call.held_text().startswith('{"name"')
