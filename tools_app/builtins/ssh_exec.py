@@ -12,9 +12,8 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncssh
 import structlog
 from django.conf import settings
 
@@ -22,6 +21,9 @@ from agent.ctx import current_session_id
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.permissions import require_staff
 from tools_app.safety.ssh_hosts import SshHost, get_host, host_key_message, known_hosts_file
+
+if TYPE_CHECKING:  # asyncssh (and cryptography) load on first use: ~30 MB less when SSH is unused
+    import asyncssh
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +133,8 @@ def _auth(host: SshHost) -> dict[str, Any]:
 
 
 async def connect(host: SshHost) -> asyncssh.SSHClientConnection:
+    import asyncssh
+
     """A new verified connection; ToolError with an actionable message on failure."""
     known = known_hosts_file()
     if not known.is_file():
@@ -164,6 +168,8 @@ async def _read(stream: asyncssh.SSHReader[bytes], sink: bytearray, counter: lis
 
 async def run_command(conn: asyncssh.SSHClientConnection, command: str, limit: float) -> tuple[int | None, str, str, bool, list[int]]:
     """(exit status, stdout, stderr, timed out, [stdout bytes, stderr bytes])."""
+    import asyncssh
+
     proc = await conn.create_process(command, stdin=asyncssh.DEVNULL, encoding=None)
     out, err = bytearray(), bytearray()
     sizes = [[0], [0]]
@@ -217,6 +223,8 @@ class SshExecTool(Tool):
     untrusted_output = False
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
+        import asyncssh
+
         require_staff("The ssh_exec tool")
         name, command = str(params.get("host") or ""), params.get("command")
         if not isinstance(command, str) or not command.strip():

@@ -7,8 +7,6 @@ from typing import Any
 from urllib.parse import urljoin
 
 import structlog
-from bs4 import BeautifulSoup
-from markdownify import MarkdownConverter
 
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.builtins._http_text import binary_hint, decode_body, is_textual
@@ -26,7 +24,7 @@ _DROP = ("script", "style", "noscript", "template", "nav", "footer", "header", "
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
-def _clean(soup: BeautifulSoup, base_url: str) -> None:
+def _clean(soup: Any, base_url: str) -> None:
     for tag in soup.find_all(_DROP):
         tag.decompose()
     for tag in soup.find_all(None, attrs={"hidden": True}):
@@ -44,6 +42,9 @@ def _clean(soup: BeautifulSoup, base_url: str) -> None:
 
 def html_to_markdown(html: str, base_url: str) -> tuple[str, str]:
     """(title, markdown) of an HTML document: scripts, styles and navigation dropped; links absolute."""
+    from bs4 import BeautifulSoup  # loaded on first use (~14 MB)
+    from markdownify import MarkdownConverter
+
     soup = BeautifulSoup(html, "lxml")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     _clean(soup, base_url)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 from django.conf import settings
 
 from tools_app.base import ToolError
@@ -102,6 +101,8 @@ def host_key_message(host: SshHost) -> str:
     known = known_hosts_file()
     recorded = False
     if known.is_file():
+        import asyncssh  # loaded on first use
+
         matches = asyncssh.read_known_hosts(str(known)).match(host.host, host.host, host.port)
         recorded = bool(matches[0] or matches[1])
     scan = f"ssh-keyscan -p {host.port} {host.host} >> {known}"
