@@ -66,4 +66,6 @@ async def _send(layer: Any, session_id: str | uuid.UUID, event: dict[str, Any]) 
 
 
 def _is_in_memory(layer: Any) -> bool:
-    return type(layer).__name__ == "InMemoryChannelLayer"
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer)

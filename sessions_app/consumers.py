@@ -122,6 +122,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     # -- outbound --------------------------------------------------------------------------
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels runs close_old_connections() through sync_to_async before *every* handler:
+        # a hop to the one thread-sensitive worker thread per streamed event, queued behind
+        # every Django view (GET /sessions waited seconds with 100 sessions streaming).
+        # Outbound events never touch the database, so they skip it; other messages do not.
+        if message.get("type") == "session.event":
+            await self.session_event(message)
+            return
+        await super().dispatch(message)
+
     async def session_event(self, message: dict[str, Any]) -> None:
         await self._forward(message["event"])
 

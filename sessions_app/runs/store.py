@@ -30,6 +30,7 @@ SEQ_TTL_S = 7 * 24 * 3600
 LOG_TTL_S = 3600
 STOP_TTL_S = 60
 STOP_POLL_S = 0.2
+MAX_CONNECTIONS = 64  # per event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +191,12 @@ class RedisStore:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = aioredis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+            # A blocking pool: with more concurrent runs than connections, an append waits for a
+            # free connection instead of failing with MaxConnectionsError (100 streaming sessions
+            # hit the default pool's limit of 100 and every event after that was lost live).
+            pool = aioredis.BlockingConnectionPool.from_url(self.url, max_connections=MAX_CONNECTIONS, timeout=5,
+                                                            socket_timeout=5, socket_connect_timeout=5)
+            client = aioredis.Redis(connection_pool=pool)
             self._clients[loop] = client
         return client
 
