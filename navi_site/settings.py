@@ -193,7 +193,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = False
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+if not REDIS_URL:
+    # kombu's memory transport polls its queues once a second: a task sent now (an immediate
+    # recall, one handed a freed run slot, a title) waited up to 1 s (bench/recall_lateness.py).
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.05
 
 # --- auth ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -7,8 +7,8 @@ renewed by a heartbeat while the run lives; a claim whose lease ran out belongs 
 dead worker, and the sweep ends it as ``interrupted`` (once: cancelled; recurring:
 rescheduled). At most RECALL_MAX_CONCURRENT live claims exist deployment-wide: the
 capacity check and the claim happen under one lock (PostgreSQL advisory lock; SQLite
-serialises writers with BEGIN IMMEDIATE). At capacity a recall stays pending and the
-sweep retries it every few seconds.
+serialises writers with BEGIN IMMEDIATE). At capacity a recall stays pending; the next
+run to end hands its slot over (dispatches the due ones), the sweep is the safety net.
 """
 from __future__ import annotations
 
@@ -292,12 +292,26 @@ def _fire_claimed(claim: Claim) -> str:
         # never started (busy, failure before it began) did not.
         if outcome not in SUCCESS_OUTCOMES:
             notify.on_commit_session_sync(claim.session_id)
+        _hand_over_slot()
     return outcome
+
+
+def _hand_over_slot() -> None:
+    """This run's slot is free: recalls that came due while every slot was taken (their own task
+    found ``at_capacity`` and left them pending) fire now, not at the next sweep (up to grace +
+    RECALL_SWEEP_SECONDS later). A duplicate task this may send is harmless: claims are at most once."""
+    try:
+        dispatch_due(grace=0.0)
+    except Exception:  # noqa: BLE001 - the sweep is still the safety net
+        log.warning("recall_hand_over_failed", exc_info=True)
 
 
 def fire_recall(recall_id: str, *, due: datetime | None = None, worker: str = "", force: bool = False) -> str:
     """Fire the due occurrence of a recall (``due``: the one the ETA task was sent for).
-    Returns what happened: deferred, at_capacity, not_claimable, or the run outcome."""
+    Returns what happened: deferred, at_capacity, not_claimable, shutting_down, or the run outcome."""
+    if headless.server_stopping():  # the next start's sweep fires it (the memory broker dies with us)
+        log.info("recall_not_claimed", recall_id=recall_id, reason="shutting_down")
+        return "shutting_down"
     now = timezone.now()
     if not force and _defer_if_busy(recall_id, due=due, now=now):
         return "deferred"
@@ -324,17 +338,20 @@ def recover_expired_claims(*, now: datetime | None = None) -> int:
     return done
 
 
-def dispatch_due(*, now: datetime | None = None) -> list[str]:
+def dispatch_due(*, now: datetime | None = None, grace: float | None = None) -> list[str]:
     """Send fire tasks for due pending recalls whose own task is late (lost in a restart, broker
-    flush, or beyond the ETA horizon), at most as many as there are free run slots."""
+    flush, beyond the ETA horizon, or it found every slot taken), at most as many as there are
+    free run slots. ``grace`` (default RECALL_SWEEP_GRACE_SECONDS): how overdue a recall must be."""
     from recall_app.tasks import enqueue_fire
 
     now = now or timezone.now()
     free = _setting("RECALL_MAX_CONCURRENT", 3) - running_count(now=now)
     if free <= 0:
         return []
-    grace = timedelta(seconds=_setting("RECALL_SWEEP_GRACE_SECONDS", 2))
-    due = list(Recall.objects.filter(status=Recall.Status.PENDING, trigger_at__lte=now - grace)
+    if grace is None:
+        grace = float(getattr(settings, "RECALL_SWEEP_GRACE_SECONDS", 2))
+    overdue_by = timedelta(seconds=grace)
+    due = list(Recall.objects.filter(status=Recall.Status.PENDING, trigger_at__lte=now - overdue_by)
                .order_by("trigger_at").values_list("pk", "trigger_at")[:free])
     for pk, trigger_at in due:
         enqueue_fire(str(pk), trigger_at)

@@ -59,6 +59,14 @@ def session_is_busy(session_id: str) -> bool:
     return bool(fn(session_id))
 
 
+def server_stopping() -> bool:
+    """Embedded mode: the server this worker thread belongs to is shutting down. A run started now
+    would be cut off by the exit (and end ``interrupted``); the recall stays pending instead."""
+    from navi_site.embedded import shutting_down
+
+    return shutting_down()
+
+
 def build_instruction(recall: Recall) -> str:
     """The recall turn's user message (``is_recall=True``): the agent's instruction to itself."""
     lines = [f"[Scheduled recall · {recall.call_type} · due {recall.trigger_at.isoformat()}]"]

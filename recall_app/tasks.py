@@ -1,5 +1,6 @@
 """Celery tasks: ``recall.fire`` (one per occurrence, sent with eta=trigger_at) and
-``recall.sweep`` (beat, every 5 s: the safety net for lost tasks and dead workers).
+``recall.sweep`` (beat, every RECALL_SWEEP_SECONDS, 5 s by default: the safety net for lost
+tasks and dead workers).
 
 Both are idempotent: firing claims the occurrence with a status transition first.
 """

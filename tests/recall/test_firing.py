@@ -53,6 +53,45 @@ def test_concurrent_claims_have_exactly_one_winner(user) -> None:
     assert RecallRun.objects.filter(recall=recall).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_worker_threads_racing_fire_recall_run_it_once(user, fake_run) -> None:
+    """The embedded tier's "two workers": whole fire_recall calls (defer check, claim, run, finish) race."""
+    session = session_create(owner=user)
+    recall = make_recall(session)
+    barrier = threading.Barrier(4)
+    results: list[str] = []
+
+    def worker(n: int) -> None:
+        try:
+            barrier.wait(5)
+            results.append(firing.fire_recall(str(recall.id), due=recall.trigger_at, worker=f"w{n}"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(results) == ["not_claimable"] * 3 + ["success"]
+    assert len(fake_run.calls) == 1
+    assert _fired(recall.id).fire_count == 1 and RecallRun.objects.filter(recall=recall).count() == 1
+
+
+@pytest.mark.django_db
+def test_an_embedded_server_that_is_stopping_claims_nothing(session, fake_run, monkeypatch) -> None:
+    """A recall due while `manage.py start` shuts down stays pending for the next start's sweep
+    (claimed now, its run would die with the process and end interrupted)."""
+    from navi_site import embedded
+
+    monkeypatch.setattr(embedded, "_shutting_down", threading.Event())
+    recall = make_recall(session)
+    embedded.begin_shutdown()
+    assert firing.fire_recall(str(recall.id), due=recall.trigger_at) == "shutting_down"
+    assert fake_run.calls == [] and _fired(recall.id).status == "pending"
+    assert RecallRun.objects.filter(recall=recall).count() == 0
+
+
 @pytest.mark.django_db
 def test_a_redelivered_task_is_a_no_op(session, fake_run) -> None:
     recall = make_recall(session)
@@ -89,6 +128,19 @@ def test_capacity_is_deployment_wide(user, settings, fake_run) -> None:
     # an expired lease (dead worker) frees its slot
     Recall.objects.filter(pk=recalls[0].id).update(claimed_until=timezone.now() - timedelta(seconds=1))
     assert firing.fire_recall(str(recalls[2].id)) == "success"
+
+
+@pytest.mark.django_db
+def test_a_run_that_ends_hands_its_slot_to_a_recall_that_found_none(user, settings, fake_run, sent) -> None:
+    """Not at the next sweep: the recall that met a full house fires as soon as a slot is free."""
+    settings.RECALL_MAX_CONCURRENT = 1
+    first, waiting = (make_recall(session_create(owner=user)) for _ in range(2))
+    result = firing.claim_recall(str(first.id))
+    assert firing.fire_recall(str(waiting.id), due=waiting.trigger_at) == "at_capacity"
+    assert sent.tasks == []
+    firing._fire_claimed(result.claim)
+    assert sent.tasks == [(str(waiting.id), waiting.trigger_at)]
+    assert firing.fire_recall(str(waiting.id), due=waiting.trigger_at) == "success"
 
 
 # -- outcomes --------------------------------------------------------------------------------------
