@@ -363,3 +363,22 @@ def sweep(*, now: datetime | None = None) -> dict[str, Any]:
     interrupted = recover_expired_claims(now=now)
     dispatched = dispatch_due(now=now)
     return {"interrupted": interrupted, "dispatched": dispatched}
+
+
+def fire_deferred_after_turn(session_id: str) -> None:
+    """A recall deferred because its session was busy fires as soon as the turn ends,
+    instead of waiting out RECALL_DEFER_SECONDS (e.g. an immediate recall scheduled in a turn)."""
+    now = timezone.now()
+    recall = Recall.objects.filter(session_id=session_id, status=Recall.Status.PENDING, trigger_at__gt=now).first()
+    if recall is None:
+        return
+    last = recall.runs.order_by("-started_at").first()
+    if last is None or last.outcome != RecallRun.Outcome.DEFERRED or last.started_at < now - timedelta(
+            seconds=_setting("RECALL_DEFER_SECONDS", 60)):
+        return
+    due = now.replace(microsecond=0)
+    if Recall.objects.filter(pk=recall.pk, status=Recall.Status.PENDING, trigger_at=recall.trigger_at).update(
+            trigger_at=due, updated_at=now):
+        recall.trigger_at = due
+        log.info("recall_deferred_fires_after_turn", recall_id=str(recall.pk))
+        notify.on_commit_enqueue(recall)

@@ -15,11 +15,23 @@ from sessions_app.models import Session
 _created_hooks: list[Callable[[Session], None]] = []
 _flag_providers: list[Callable[[list[uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]] = []
 _filters: dict[str, Callable[[QuerySet[Session], Any], QuerySet[Session]]] = {}
+_turn_finished: list[Callable[[str], None]] = []
 
 
 def on_session_created(hook: Callable[[Session], None]) -> None:
     if hook not in _created_hooks:
         _created_hooks.append(hook)
+
+
+def on_turn_finished(hook: Callable[[str], None]) -> None:
+    """``hook(session_id)`` runs (in a thread, may use the ORM) after every turn of a session ends."""
+    if hook not in _turn_finished:
+        _turn_finished.append(hook)
+
+
+def run_turn_finished_hooks(session_id: str) -> None:
+    for hook in _turn_finished:
+        hook(session_id)
 
 
 def add_flag_provider(provider: Callable[[list[uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]) -> None:

@@ -202,6 +202,7 @@ class RunRegistry:
                 run.done.set_result(result)
         if result.first_turn_succeeded:
             await _safe(_after_first_turn(sid))
+        await _safe(_turn_finished(sid))
 
     async def _pump(self, run: Run, writer: EventWriter) -> TurnResult:
         """Feed the agent's events to the writer; the agent runs in its own task so that a
@@ -312,6 +313,14 @@ async def _after_first_turn(session_id: str) -> None:
     from sessions_app.runs import hooks
 
     await hooks.schedule_title(session_id)
+
+
+async def _turn_finished(session_id: str) -> None:
+    from channels.db import database_sync_to_async
+
+    from sessions_app.hooks import run_turn_finished_hooks
+
+    await database_sync_to_async(run_turn_finished_hooks)(session_id)
 
 
 async def _safe(coro: Any) -> None:

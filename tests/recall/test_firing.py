@@ -367,3 +367,29 @@ def test_fire_recall_command(session, fake_run) -> None:
     assert out.getvalue().startswith("success") and _fired(recall.id).status == "fired"
     call_command("list_recalls", "--status", "fired", stdout=out)
     assert str(recall.id) in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deferred_recall_fires_when_the_turn_ends(user, sent) -> None:
+    session = session_create(owner=user)
+    recall = make_recall(session, call_type="immediate", due_in=-1)
+    now = timezone.now()
+    assert firing._defer(recall, now=now)  # the session was busy
+    recall.refresh_from_db()
+    assert recall.trigger_at > now + timedelta(seconds=30)
+    from sessions_app.hooks import run_turn_finished_hooks
+
+    run_turn_finished_hooks(str(session.id))  # the registry calls this when the turn ends
+    recall.refresh_from_db()
+    assert recall.status == "pending" and recall.trigger_at <= timezone.now()
+    assert sent.tasks[-1] == (str(recall.id), recall.trigger_at)  # its fire task goes out now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turn_end_leaves_a_future_recall_alone(user) -> None:
+    session = session_create(owner=user)
+    recall = make_recall(session, due_in=3600)
+    from sessions_app.hooks import run_turn_finished_hooks
+
+    run_turn_finished_hooks(str(session.id))
+    assert Recall.objects.get(pk=recall.pk).trigger_at == recall.trigger_at
