@@ -79,15 +79,24 @@ def _install_side_router(server: FakeLLMServer) -> SideReplies:
     return side
 
 
+def _remove_side_router(server: FakeLLMServer) -> None:
+    """The fake server is shared by the whole test session: give the other packages it back unpatched."""
+    server.__dict__.pop("_chat", None)
+    server.__dict__.pop("_browser_side", None)
+
+
 @pytest.fixture(scope="package")
 def browser_navi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNavi]:
     fake = shared_server()
     _install_side_router(fake)
-    live = start_live_navi(tmp_path_factory.mktemp("browser-live"), {
-        "OLLAMA_HOST": fake.url, "OPENAI_BASE_URL": fake.url + "/v1", "SESSION_FILES_MAX_SIZE_MB": "1",
-    })
-    yield live
-    live.stop()
+    try:
+        live = start_live_navi(tmp_path_factory.mktemp("browser-live"), {
+            "OLLAMA_HOST": fake.url, "OPENAI_BASE_URL": fake.url + "/v1", "SESSION_FILES_MAX_SIZE_MB": "1",
+        })
+        yield live
+        live.stop()
+    finally:
+        _remove_side_router(fake)
 
 
 @pytest.fixture
