@@ -6,6 +6,7 @@ a fresh PostgreSQL database and the Redis of the machine.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -34,18 +35,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_redis_dbs = itertools.cycle([n for n in range(1, 16) if n != 9])  # db 9: the test process's own layer
+
+
 def scaleout_env() -> dict[str, str]:
-    """DATABASE_URL/REDIS_URL of the scale-out tier, with a fresh PostgreSQL database."""
+    """DATABASE_URL/REDIS_URL for one live stack: a fresh PostgreSQL database and a Redis database of
+    its own (flushed), so stacks alive at the same time never take each other's Celery tasks."""
     import psycopg
+    import redis
 
     name = f"navi_live_{uuid.uuid4().hex[:8]}"
     base = os.environ.get("NAVI_TEST_PG", "postgres://postgres@127.0.0.1:5432/postgres")
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    return {
-        "DATABASE_URL": base.rsplit("/", 1)[0] + "/" + name,
-        "REDIS_URL": os.environ.get("NAVI_TEST_REDIS", "redis://127.0.0.1:6379/9"),
-    }
+    redis_base = os.environ.get("NAVI_TEST_REDIS", "redis://127.0.0.1:6379/9").rsplit("/", 1)[0]
+    redis_url = f"{redis_base}/{next(_redis_dbs)}"
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    return {"DATABASE_URL": base.rsplit("/", 1)[0] + "/" + name, "REDIS_URL": redis_url}
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 from tests.support.live import LiveNavi, start_live_navi
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def navi(tmp_path_factory: pytest.TempPathFactory, fake_llm_server: Any) -> Iterator[LiveNavi]:
     live = start_live_navi(
         tmp_path_factory.mktemp("transport"),
