@@ -8,16 +8,15 @@ the context, (7) anti-stall counters and failed steps, (8) profile switch reload
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 from django.conf import settings
 
 from agent import ctx
+from agent.aids import SMALL_TALK, Decision, LoopState, interpret, nudges
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
 from agent.events import (
@@ -41,20 +40,12 @@ from agent.profiles import ProfileSpec, aload_profile
 from agent.store import SessionNotFound, SessionStore, repair_context
 from agent.stream_guard import iter_stream_guarded
 from agent.streaming import StreamedCall
-from agent.textcalls import extract_text_tool_calls
 from agent.toolrun import ToolOutcome, canonical, execute_with_sink
 from agent.turn import Turn
 
 log = structlog.get_logger(__name__)
 
 SUBAGENT_EXCLUDED = frozenset({"spawn_agent", "switch_profile"})
-SMALL_TALK = re.compile(
-    r"^\s*(hi|hello|hey|hallo|hiya|yo|good (morning|afternoon|evening|night)|thanks?( a lot| you)?|thank you|"
-    r"ok(ay)?|cool|great|nice|bye|goodbye|see you|how are you( doing)?)\b[\s\w]{0,12}[!.,?\s]*$",
-    re.IGNORECASE,
-)
-
-
 class AgentError(Exception):
     """A turn ended with an error event (run() raises it with the event's message)."""
 
@@ -233,7 +224,7 @@ class Agent:
         registry = await aget_registry()
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
-        state = _LoopState(aids=aids, greeting=bool(aids and SMALL_TALK.match(turn.goal or "")),
+        state = LoopState(aids=aids, greeting=bool(aids and SMALL_TALK.match(turn.goal or "")),
                            start=len(turn.history))
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
@@ -244,7 +235,7 @@ class Agent:
             offered = [] if state.greeting else names
             allow = bool(offered) and not state.force_answer
             messages = (self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
-                        + _nudges(turn, state, allow))
+                        + nudges(turn, state, allow))
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             call = StreamedCall(self._stream(turn, messages, registry.schemas(offered)), emit=turn.emit,
                                 holdback=aids)
@@ -255,7 +246,7 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            decision = _interpret(call, turn, state, allow, names, set(registry.names()))
+            decision = interpret(call, turn, state, allow, names, set(registry.names()))
             if decision.note is not None:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
@@ -295,7 +286,7 @@ class Agent:
         async for ev in self._max_iterations(turn):
             yield ev
 
-    async def _final(self, turn: Turn, call: StreamedCall, decision: _Decision) -> AsyncIterator[AgentEvent]:
+    async def _final(self, turn: Turn, call: StreamedCall, decision: Decision) -> AsyncIterator[AgentEvent]:
         for ev in call.finish_events(is_tool_turn=False, drop_held=decision.replaced):
             yield ev
         turn.final_text = decision.content.strip()
@@ -451,90 +442,6 @@ def _set_todo(session_id: str, steps: list[str]) -> None:
         set_todo(session_id, steps)
     except Exception:  # noqa: BLE001
         log.warning("todo_autopopulate_failed")
-
-
-def _repair_note(malformed: str | None, unknown: str | None, names: list[str], repaired: bool) -> str:
-    if malformed and repaired:
-        return ("The tool call failed again: it still could not be parsed, so no tool was run. "
-                "Answer the user now without the tool, and say what you could not do.")
-    if malformed:
-        return (f"Your tool call could not be parsed: {malformed} Reply with only one JSON object of the form "
-                '{"name": "<tool>", "arguments": {...}} and nothing else.')
-    return (f"There is no tool named {unknown!r}. Available tools: {', '.join(names)}. "
-            "Use one of them, or answer the user directly.")
-
-
-@dataclass
-class _LoopState:
-    """Per-turn state of the local-model aids."""
-
-    aids: bool
-    greeting: bool
-    start: int  # index in turn.history where this turn's messages begin
-    force_answer: bool = False
-    repaired: bool = False
-    told_unknown: bool = False
-    repeats: int = 0
-    previous_calls: set[tuple[str, str]] = field(default_factory=set)
-
-
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    calls: list[ToolCallRequest]
-    content: str
-    note: str | None = None  # a repair/unknown-tool message for the model: run another iteration
-    replaced: bool = False  # the model's text was a call nobody may run: show the fallback instead
-
-
-ANSWER_NOW = ("Answer the user now in plain language with what you have. Do not call any tool "
-              "and do not write a tool call.")
-AFTER_TOOLS = ("The tool results above are available. If they answer the user's request, reply to the user now; "
-               "call another tool only if it is really needed.")
-
-
-def _nudges(turn: Turn, state: _LoopState, allow: bool) -> list[ChatMessage]:
-    """Short steering messages for small local models (aids only; never stored)."""
-    if not state.aids or not turn.history:
-        return []
-    if state.force_answer:
-        return [ChatMessage(role="system", content=ANSWER_NOW)]
-    if allow and turn.history[-1].role == "tool":
-        return [ChatMessage(role="system", content=AFTER_TOOLS)]
-    return []
-
-
-def _interpret(call: StreamedCall, turn: Turn, state: _LoopState, allow: bool, names: list[str],
-               known: set[str]) -> _Decision:
-    """What the model's answer means: tool calls to run, a final text, or a note to send back."""
-    if not allow:
-        # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
-        wrote_call = bool(call.tool_calls) or (
-            state.aids and bool(extract_text_tool_calls(call.text, known).calls))
-        if wrote_call:
-            return _Decision(calls=[], content=_fallback_answer(turn.history[state.start:], state.greeting),
-                             replaced=True)
-        return _Decision(calls=[], content=call.text)
-    if call.tool_calls or not state.aids:
-        return _Decision(calls=list(call.tool_calls), content=call.text)
-    found = extract_text_tool_calls(call.text, set(names))
-    if found.calls:
-        return _Decision(calls=found.calls, content=found.remaining_text)
-    if found.malformed or (found.unknown_tool and not state.told_unknown):
-        note = _repair_note(found.malformed, found.unknown_tool, names, state.repaired)
-        state.repaired = state.repaired or bool(found.malformed)
-        state.told_unknown = state.told_unknown or bool(found.unknown_tool)
-        state.force_answer = state.force_answer or note.startswith("The tool call failed again")
-        return _Decision(calls=[], content=call.text, note=note)
-    return _Decision(calls=[], content=call.text)
-
-
-def _fallback_answer(this_turn: list[ChatMessage], greeting: bool) -> str:
-    last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content), None)
-    if last is not None:
-        return f"Here is the result I got:\n\n{(last.content or '')[:2000]}"
-    if greeting:
-        return "Hello! How can I help you today?"
-    return "I could not produce an answer this time. Please rephrase or try again."
 
 
 def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:

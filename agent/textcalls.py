@@ -31,6 +31,10 @@ only when ALL of these hold:
    identifier-like name sets ``unknown_tool`` instead (no call), so the agent
    can tell the model which tools exist.
 
+Next to a recognised call, an object that names a known tool and has arguments but
+also keys a call does not have (the model's junk) is neither run nor shown, and
+does not count as prose around the call.
+
 A call that only lacks its final closing brace(s) at the very end of the text (a
 habit of Qwen2.5-Coder 0.5B) is completed and treated like a well-formed one; a
 call cut off inside a string or after a comma is not.
@@ -113,10 +117,15 @@ def extract_text_tool_calls(text: str, known_tools: set[str]) -> TextCallResult:
             shaped.append((block, shapes))
         elif not block.parsed and (name := _attempted_name(text, block, known_tools)):
             attempts.append((block, name))
-    involved = sorted([b for b, _ in shaped] + [b for b, _ in attempts], key=lambda b: b.start)
+    # Next to a real call, an object naming a known tool with extra keys is the model's junk, not an
+    # answer: it does not count as prose around the call and is dropped from the text (never run).
+    junk = [b for b in blocks if b.parsed and not _call_shapes(b.value) and _near_call(b.value, known_tools)]
+    has_call = any(name in known_tools for _, shapes in shaped for name, _ in shapes)
+    junk = junk if has_call else []
+    involved = sorted([b for b, _ in shaped] + [b for b, _ in attempts] + junk, key=lambda b: b.start)
     if not involved or other_code or not _call_context(text, involved):
         return nothing
-    return _result(text, shaped, attempts, known_tools)
+    return _result(text, shaped, attempts, known_tools, junk)
 
 
 def _result(
@@ -124,10 +133,11 @@ def _result(
     shaped: list[tuple[_Block, list[tuple[str, Any]]]],
     attempts: list[tuple[_Block, str]],
     known_tools: set[str],
+    junk: list[_Block],
 ) -> TextCallResult:
     calls: list[ToolCallRequest] = []
     unknown: str | None = None
-    consumed: list[_Block] = []
+    consumed: list[_Block] = list(junk)
     seen: set[str] = set()
     for block, shapes in shaped:
         known = [(name, args) for name, args in shapes if name in known_tools]
@@ -145,6 +155,8 @@ def _result(
         block, name = attempts[0]
         malformed = _describe(text[block.start : block.end], name, block.error)
     remaining = _remove(text, consumed) if consumed else text
+    if consumed and not remaining.strip("}] \n"):
+        remaining = ""  # a stray closing brace after the call is not text for the user
     return TextCallResult(calls=calls, malformed=malformed, unknown_tool=unknown, remaining_text=remaining)
 
 
@@ -293,6 +305,16 @@ def _call_shape(obj: Any) -> tuple[str, Any] | None:
     if not isinstance(args[0], dict | str):
         return names[0], json.dumps(args[0])  # parse_arguments reports "must be an object"
     return names[0], args[0]
+
+
+def _near_call(value: Any, known_tools: set[str]) -> bool:
+    """An object with a known tool's name and arguments plus keys a call does not have
+    (Qwen2.5-Coder 0.5B writes ``{"name": "todo", "arguments": [...], "validation": ...}``)."""
+    if not isinstance(value, dict):
+        return False
+    names = [value[k] for k in NAME_KEYS if k in value]
+    return (len(names) == 1 and names[0] in known_tools and any(k in value for k in ARG_KEYS)
+            and not set(value) <= CALL_KEYS)
 
 
 def _attempted_name(text: str, block: _Block, known_tools: set[str]) -> str | None:

@@ -10,21 +10,33 @@ from typing import Any
 
 PROFILE_ID = "local_small"
 
+# No memory_search: the memory summary already reaches every session, and with it offered the 0.5B
+# model searched instead of saving ("remember that ...") and searched again after each result.
 TOOLS = [
-    "get_current_datetime", "filesystem", "user_notes", "memory_save", "memory_search",
+    "get_current_datetime", "filesystem", "user_notes", "memory_save",
     "schedule_recall", "todo", "spawn_agent",
 ]
 
-# No example calls in the prompt: after a tool result, Qwen2.5-Coder 0.5B copied every example
-# call of an earlier version (a memory_save "cat_name", a recall for /var/log/app.log) and the
-# aids ran them. The tool schemas reach the model through the chat template anyway.
+# Call templates with <placeholders>, no concrete example values: after a tool result,
+# Qwen2.5-Coder 0.5B copied every example call of an earlier version (a memory_save "cat_name",
+# a recall for /var/log/app.log) and the aids ran them. With tool names only (no templates) it
+# left out required arguments (filesystem without "action"). The "only when the user asks" lines:
+# todo was the tool it called most often unasked, after nearly every tool result.
 SYSTEM_PROMPT = """\
 You are Navi, a helpful assistant. Answer briefly and directly.
 
-For greetings and general knowledge questions, answer in words without tools.
-Use a tool only when the user's request needs it, and call one tool at a time.
-When a tool result arrives, do not call any tool again: answer the user's question in
-words, copying numbers, names, dates and times exactly from the result."""
+Greetings and general knowledge questions: answer in words, without any tool.
+Otherwise write exactly ONE tool call for what the user asked, in this form:
+- the current time or date: {"name": "get_current_datetime", "arguments": {}}
+- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}
+- note something down: {"name": "user_notes", "arguments": {"action": "add", "text": "<the note>"}}
+- "remember that ...": {"name": "memory_save", "arguments": {"category": "other", "key": "<short_key>", "value": "<the fact>"}}
+- "remind me in N minutes to ...": {"name": "schedule_recall", "arguments": {"call_type": "once", "when": "<N>m", "additional_context_message": "<what to do, with the file names>"}}
+- only when the user asks for a todo list: {"name": "todo", "arguments": {"action": "set", "steps": ["<step 1>", "<step 2>"]}}
+- only when the user asks for a subagent: {"name": "spawn_agent", "arguments": {"task": "<the user's whole request>"}}
+Never call a tool the user did not ask for. When a tool result arrives, the request is
+usually done: do not call any tool again, answer the user in words, copying numbers,
+names, dates and times exactly from the result."""
 
 
 SUBAGENT_PROMPT = """\
@@ -41,7 +53,7 @@ def profile_defaults(*, alias: str, aids: bool = True) -> dict[str, Any]:
         "subagent_tools": ["get_current_datetime", "filesystem", "user_notes", "memory_search"],
         "model": alias,
         "llm_backend": "openai",
-        "temperature": 0.2,
+        "temperature": 0.0,
         "max_iterations": 6,
         "planning_enabled": False,
         "planning_phase2_enabled": False,

@@ -1,0 +1,114 @@
+"""Local-model aids: what the loop does for small models that write tool calls as text,
+repeat calls or call tools on a greeting (issue "real local model").
+
+Each aid is on when the profile's ``local_model_aids_enabled`` and the global
+``LLM_LOCAL_MODEL_AIDS`` are both true:
+- a tool call written as JSON in the text (bare, fenced, a list, ``<tool_call>``) naming a
+  known tool is run (``agent.textcalls``); text that may be such a call is held back while
+  streaming (``agent.streaming``);
+- a malformed call gets one repair prompt, then the model is told it failed and must answer;
+- the same tool with the same arguments as the previous step is not run again; after two
+  refused repeats the model is ordered to answer (the tool list stays in the prompt so a local
+  server's prompt cache survives) and any further call is neither run nor shown;
+- a greeting gets no tools;
+- after tool results, a one-line nudge to answer when the results suffice.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from agent.llm.base import ChatMessage, ToolCallRequest
+from agent.streaming import StreamedCall
+from agent.textcalls import extract_text_tool_calls
+from agent.turn import Turn
+
+SMALL_TALK = re.compile(
+    r"^\s*(hi|hello|hey|hallo|hiya|yo|good (morning|afternoon|evening|night)|thanks?( a lot| you)?|thank you|"
+    r"ok(ay)?|cool|great|nice|bye|goodbye|see you|how are you( doing)?)\b[\s\w]{0,12}[!.,?\s]*$",
+    re.IGNORECASE,
+)
+
+
+def repair_note(malformed: str | None, unknown: str | None, names: list[str], repaired: bool) -> str:
+    if malformed and repaired:
+        return ("The tool call failed again: it still could not be parsed, so no tool was run. "
+                "Answer the user now without the tool, and say what you could not do.")
+    if malformed:
+        return (f"Your tool call could not be parsed: {malformed} Reply with only one JSON object of the form "
+                '{"name": "<tool>", "arguments": {...}} and nothing else.')
+    return (f"There is no tool named {unknown!r}. Available tools: {', '.join(names)}. "
+            "Use one of them, or answer the user directly.")
+
+
+@dataclass
+class LoopState:
+    """Per-turn state of the local-model aids."""
+
+    aids: bool
+    greeting: bool
+    start: int  # index in turn.history where this turn's messages begin
+    force_answer: bool = False
+    repaired: bool = False
+    told_unknown: bool = False
+    repeats: int = 0
+    previous_calls: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    calls: list[ToolCallRequest]
+    content: str
+    note: str | None = None  # a repair/unknown-tool message for the model: run another iteration
+    replaced: bool = False  # the model's text was a call nobody may run: show the fallback instead
+
+
+ANSWER_NOW = ("Answer the user now in plain language with what you have. Do not call any tool "
+              "and do not write a tool call.")
+AFTER_TOOLS = ("The tool results above are available. If they answer the user's request, reply to the user now; "
+               "call another tool only if it is really needed.")
+
+
+def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
+    """Short steering messages for small local models (aids only; never stored)."""
+    if not state.aids or not turn.history:
+        return []
+    if state.force_answer:
+        return [ChatMessage(role="system", content=ANSWER_NOW)]
+    if allow and turn.history[-1].role == "tool":
+        return [ChatMessage(role="system", content=AFTER_TOOLS)]
+    return []
+
+
+def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, names: list[str],
+               known: set[str]) -> Decision:
+    """What the model's answer means: tool calls to run, a final text, or a note to send back."""
+    if not allow:
+        # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
+        wrote_call = bool(call.tool_calls) or (
+            state.aids and bool(extract_text_tool_calls(call.text, known).calls))
+        if wrote_call:
+            return Decision(calls=[], content=fallback_answer(turn.history[state.start:], state.greeting),
+                             replaced=True)
+        return Decision(calls=[], content=call.text)
+    if call.tool_calls or not state.aids:
+        return Decision(calls=list(call.tool_calls), content=call.text)
+    found = extract_text_tool_calls(call.text, set(names))
+    if found.calls:
+        return Decision(calls=found.calls, content=found.remaining_text)
+    if found.malformed or (found.unknown_tool and not state.told_unknown):
+        note = repair_note(found.malformed, found.unknown_tool, names, state.repaired)
+        state.repaired = state.repaired or bool(found.malformed)
+        state.told_unknown = state.told_unknown or bool(found.unknown_tool)
+        state.force_answer = state.force_answer or note.startswith("The tool call failed again")
+        return Decision(calls=[], content=call.text, note=note)
+    return Decision(calls=[], content=call.text)
+
+
+def fallback_answer(this_turn: list[ChatMessage], greeting: bool) -> str:
+    last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content), None)
+    if last is not None:
+        return f"Here is the result I got:\n\n{(last.content or '')[:2000]}"
+    if greeting:
+        return "Hello! How can I help you today?"
+    return "I could not produce an answer this time. Please rephrase or try again."
