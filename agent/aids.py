@@ -7,9 +7,10 @@ Each aid is on when the profile's ``local_model_aids_enabled`` and the global
   known tool is run (``agent.textcalls``); text that may be such a call is held back while
   streaming (``agent.streaming``);
 - a malformed call gets one repair prompt, then the model is told it failed and must answer;
-- the same tool with the same arguments as the previous step is not run again; after two
-  refused repeats the model is ordered to answer (the tool list stays in the prompt so a local
+- the same tool with the same arguments as the previous step is not run again, and the model is
+  then ordered to answer (the tool list stays in the prompt so a local
   server's prompt cache survives) and any further call is neither run nor shown;
+- of several calls written as text in one reply, only the first runs;
 - a greeting gets no tools;
 - after tool results, a one-line nudge to answer when the results suffice.
 """
@@ -85,8 +86,8 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     """What the model's answer means: tool calls to run, a final text, or a note to send back."""
     if not allow:
         # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
-        wrote_call = bool(call.tool_calls) or (
-            state.aids and bool(extract_text_tool_calls(call.text, known).calls))
+        written = extract_text_tool_calls(call.text, known) if state.aids else None
+        wrote_call = bool(call.tool_calls) or bool(written and (written.calls or written.malformed))
         if wrote_call:
             return Decision(calls=[], content=fallback_answer(turn.history[state.start:], state.greeting),
                              replaced=True)
@@ -95,7 +96,9 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         return Decision(calls=list(call.tool_calls), content=call.text)
     found = extract_text_tool_calls(call.text, set(names))
     if found.calls:
-        return Decision(calls=found.calls, content=found.remaining_text)
+        # Small models append junk calls to the one they meant (a stray todo, a memory_search):
+        # only the first call written as text runs.
+        return Decision(calls=found.calls[:1], content=found.remaining_text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
         note = repair_note(found.malformed, found.unknown_tool, names, state.repaired)
         state.repaired = state.repaired or bool(found.malformed)
@@ -106,7 +109,10 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
 
 
 def fallback_answer(this_turn: list[ChatMessage], greeting: bool) -> str:
-    last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content), None)
+    """What the user sees when the model only produced a call nobody may run: the last result
+    that succeeded this turn, or a plain reply."""
+    last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content
+                 and not m.content.startswith(("Error:", "Not run:"))), None)
     if last is not None:
         return f"Here is the result I got:\n\n{(last.content or '')[:2000]}"
     if greeting:

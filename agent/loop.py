@@ -272,7 +272,7 @@ class Agent:
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
-            state.force_answer = state.force_answer or state.repeats >= 2
+            state.force_answer = state.force_answer or state.repeats >= 1
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()

@@ -2,6 +2,7 @@
 
     python manage.py real_model start            # the model server (after `real_model setup`)
     .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
+                                         [--budget-minutes 50] [--json FILE]
 
 Starts a live Navi (``manage.py start`` in a subprocess, its own data directory) whose
 ``local_small`` profile talks to the model server at $NAVI_REAL_MODEL_URL (default
@@ -9,6 +10,8 @@ http://127.0.0.1:8089/v1), then runs every everyday task of ``tests/realmodel/sc
 ``--runs`` times with the profile's local-model aids on and off. Prints one line per run
 (with the tool calls and the answer, the evidence for what the aids buy) and a Markdown
 table: success rate and median seconds per task and mode. ``--json FILE`` keeps every run.
+``--budget-minutes`` stops starting tasks once the time is used up (a task always runs in
+every mode, so the table stays a paired comparison).
 """
 from __future__ import annotations
 
@@ -54,8 +57,12 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
         # Run-major (every task in both modes, then the next round): an interrupted benchmark still
         # compares the modes on the same tasks under the same machine load.
         aids: str | None = None
+        began_all = time.monotonic()
         for run in range(args.runs):
             for task in tasks:
+                if args.budget_minutes and time.monotonic() - began_all > args.budget_minutes * 60:
+                    print(f"time budget of {args.budget_minutes:g} min used up: no further runs started", flush=True)
+                    return results
                 for mode in modes:
                     if mode != aids:
                         set_aids(navi, alias, mode == "on")
@@ -65,11 +72,12 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
                     began = time.monotonic()
                     try:
                         outcome = await TASKS[task](env)
-                        ok, detail, seconds = outcome.ok, outcome.detail, outcome.seconds
+                        ok, core, detail, seconds = outcome.ok, outcome.core_ok, outcome.detail, outcome.seconds
                     except Exception as exc:  # a harness failure counts as a failed run, and is shown
-                        ok, detail, seconds = False, f"harness error {type(exc).__name__}: {exc}", time.monotonic() - began
-                    results.append({"task": task, "aids": mode, "run": run + 1, "ok": ok, "seconds": seconds,
-                                    "detail": detail})
+                        ok, core, detail = False, False, f"harness error {type(exc).__name__}: {exc}"
+                        seconds = time.monotonic() - began
+                    results.append({"task": task, "aids": mode, "run": run + 1, "ok": ok, "core_ok": core,
+                                    "seconds": seconds, "detail": detail})
                     if args.json:
                         await asyncio.to_thread(Path(args.json).write_text, json.dumps(results, indent=2))
                     print(f"[{task:15s} aids {mode:3s} #{run + 1}] {'PASS' if ok else 'FAIL'} {seconds:6.1f}s  {detail}",
@@ -87,26 +95,32 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def table(results: list[dict[str, Any]], modes: list[str]) -> str:
+    """Per task and mode: success (the full check), the task's own check alone (ignoring stray
+    tools and a raw call shown), and the median seconds."""
     tasks = list(dict.fromkeys(r["task"] for r in results))
-    head = "| task | " + " | ".join(f"aids {m}: success | aids {m}: median s" for m in modes) + " |"
-    sep = "|---|" + "---|---|" * len(modes)
+    head = "| task | " + " | ".join(f"aids {m}: success | aids {m}: task check only | aids {m}: median s"
+                                    for m in modes) + " |"
+    sep = "|---|" + "---|---|---|" * len(modes)
     lines = [head, sep]
-    totals = {m: [0, 0] for m in modes}
+    totals = {m: [0, 0, 0] for m in modes}
     for task in tasks:
         cells = []
         for mode in modes:
             runs = [r for r in results if r["task"] == task and r["aids"] == mode]
             passed = sum(r["ok"] for r in runs)
+            core = sum(r.get("core_ok", r["ok"]) for r in runs)
             totals[mode][0] += passed
-            totals[mode][1] += len(runs)
+            totals[mode][1] += core
+            totals[mode][2] += len(runs)
             median = statistics.median(r["seconds"] for r in runs) if runs else float("nan")
-            cells += [f"{passed}/{len(runs)}", f"{median:.0f}"]
+            cells += [f"{passed}/{len(runs)}", f"{core}/{len(runs)}", f"{median:.0f}"]
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
     cells = []
     for mode in modes:
-        passed, total = totals[mode]
+        passed, core, total = totals[mode]
         all_runs = [r["seconds"] for r in results if r["aids"] == mode]
         cells += [f"**{passed}/{total} = {100 * passed / max(total, 1):.0f} %**",
+                  f"{core}/{total} = {100 * core / max(total, 1):.0f} %",
                   f"{statistics.median(all_runs):.0f}" if all_runs else "-"]
     lines.append("| **all** | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -119,6 +133,8 @@ def main() -> None:
     parser.add_argument("--modes", default="on,off", help="local-model aids: on,off (default both)")
     parser.add_argument("--url", default=default_model_url())
     parser.add_argument("--json", default="", help="write every run (with its evidence) to this file")
+    parser.add_argument("--budget-minutes", type=float, default=0,
+                        help="start no further task (in either mode) once this much time has passed; 0 = no limit")
     args = parser.parse_args()
     started = time.monotonic()
     try:

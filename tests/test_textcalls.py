@@ -177,3 +177,19 @@ def test_a_reply_repeating_one_call_runs_it_once_and_calls_are_capped() -> None:
     result = extract_text_tool_calls(many, KNOWN)
     assert [c.arguments["timezone"] for c in result.calls] == ["Zone/0", "Zone/1", "Zone/2", "Zone/3"]
     assert result.remaining_text == ""
+
+
+def test_junk_object_naming_a_known_tool_next_to_a_call_is_dropped() -> None:
+    # Qwen2.5-Coder 0.5B after a get_time result (real transcript, shortened names): the call again,
+    # then a todo-like object with keys no call has, then a stray brace.
+    junk = ('{"name": "filesystem", "arguments": ["set", ["steps", "list"], "read", "write", "append", "mkdir", "delete"], '
+            '"validation": "Read /tmp/build.log with filesystem. If errors, read last 50 lines and report.", '
+            '"note": "Read /tmp/build.log with filesystem. If errors, read last 50 lines and report."}}')
+    result = extract_text_tool_calls('{"name": "get_time", "arguments": {"timezone": "UTC"}}\n' + junk, KNOWN)
+    assert [c.name for c in result.calls] == ["get_time"] and result.remaining_text == ""
+
+
+def test_object_with_extra_keys_alone_stays_data() -> None:
+    text = '{"name": "filesystem", "arguments": {"path": "x"}, "validation": "done"}'
+    assert extract_text_tool_calls(text, KNOWN).calls == []
+    assert extract_text_tool_calls(text, KNOWN).remaining_text == text
