@@ -1,11 +1,11 @@
 """How the agent reads and writes sessions, without importing the sessions app.
 
-``SessionStore`` is implemented by ``sessions_app.store.DjangoSessionStore``;
-``MemoryConversation`` keeps an ephemeral subagent's context in memory.
+``SessionStore`` is implemented by ``sessions_app.store.DjangoSessionStore``; an ephemeral
+subagent keeps its context in a plain list (``agent.turn.Turn.history``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.llm.base import ChatMessage
@@ -50,13 +50,6 @@ class SessionStore(Protocol):
         ...
 
     async def mark_interrupted(self, session_id: str, run_id: str) -> None: ...
-
-
-@dataclass
-class MemoryConversation:
-    """An ephemeral conversation (subagents): nothing is persisted."""
-
-    messages: list[ChatMessage] = field(default_factory=list)
 
 
 def repair_context(messages: list[ChatMessage]) -> list[ChatMessage]:

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-__all__ = ["user", "other_user", "staff_user", "token_for", "api", "other_api", "make_user"]
+__all__ = ["user", "other_user", "token_for", "api", "other_api", "make_user"]
 
 
 def make_user(username: str, *, staff: bool = False) -> Any:
@@ -30,11 +30,6 @@ def user(db: Any) -> Any:
 @pytest.fixture
 def other_user(db: Any) -> Any:
     return make_user("mallory")
-
-
-@pytest.fixture
-def staff_user(user: Any) -> Any:
-    return user
 
 
 def token_for(u: Any) -> str:
