@@ -13,11 +13,21 @@ Each aid is on when the profile's ``local_model_aids_enabled`` and the global
 - of several calls written as text in one reply, only the first runs;
 - a greeting gets no tools;
 - after tool results, a one-line nudge to answer when the results suffice.
+
+For a model seen writing its calls as text (a small local model; a model that fills the
+structured ``tool_calls`` field is never affected, see ``observe``) three more:
+- a tool shortlist: only the tools the user's message points at are offered (by name, or by a
+  few keywords per tool), none when nothing points at a tool;
+- answer after success: once every call of a step succeeded and no todo step is open, the
+  model must answer (calls it still writes are neither run nor shown);
+- todo progress: a successful call (other than ``todo``) marks the first open todo step done.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.streaming import StreamedCall
@@ -42,6 +52,55 @@ def repair_note(malformed: str | None, unknown: str | None, names: list[str], re
             "Use one of them, or answer the user directly.")
 
 
+# What each builtin tool is for, as words a user's request would contain (regexes, word-bounded,
+# case-insensitive). A tool without an entry is matched by the words of its name.
+HINTS: dict[str, str] = {
+    "get_current_datetime": r"time|date|today|tonight|now|day|weekday|clock|tomorrow|yesterday|month|year",
+    "filesystem": r"files?|folders?|director(y|ies)|read|open|lines?|contents?|\w[\w-]*\.[a-z][a-z0-9]{1,4}|/[\w./-]+",
+    "user_notes": r"notes?|note down|jot|write down|notebook",
+    "memory_save": r"remember|memori[sz]e|don't forget|do not forget|keep in mind|from now on",
+    "memory_search": r"remember|recall|what do you know|about me",
+    "schedule_recall": r"remind(er|ers)?|later|in \d+ (minutes?|hours?|days?)|every|tomorrow|schedule|wake me",
+    "todo": r"todo|to-do|checklist|steps?|tasks? list|plan",
+    "spawn_agent": r"sub-?agents?|delegate|helper agent",
+    "switch_profile": r"profile|switch|mode",
+    "web_search": r"search|look up|google|online|internet|web|news|latest|weather|price",
+    "web_view": r"https?://\S+|web ?page|website|url|link",
+    "http_request": r"https?://\S+|api|http|endpoint|request",
+    "terminal": r"run|command|shell|terminal|disk|process(es)?|install|ls|df|ps|grep",
+    "code_exec": r"code|python|script|calculate|compute|program",
+    "ssh_exec": r"ssh|server|remote|host",
+    "image_view": r"image|picture|photo|screenshot|png|jpe?g",
+}
+
+
+def shortlist(request: str, names: list[str]) -> list[str]:
+    """The tools ``request`` points at: those it names as identifiers ("spawn_agent"; only those,
+    when it names any), else those whose keywords it contains; [] when nothing points at a tool."""
+    text = request or ""
+    named = [n for n in names if "_" in n and re.search(rf"\b{re.escape(n)}\b", text)]
+    if named:
+        return named
+    return [n for n in names if re.search(rf"(?<![\w.])(?:{HINTS.get(n, '|'.join(map(re.escape, n.split('_'))))})(?!\w|\.\w)",
+                                          text, re.IGNORECASE)]
+
+
+# Per model ("backend:model"): "text" once it was seen writing a call as text, "structured" once it
+# filled tool_calls. Only text callers get the shortlist and the answer-after-success aid.
+_STYLES: dict[str, str] = {}
+
+
+def observe(model: str, *, structured: bool, text: bool) -> None:
+    if structured:
+        _STYLES[model] = "structured"
+    elif text and _STYLES.get(model) != "structured":
+        _STYLES[model] = "text"
+
+
+def writes_text_calls(model: str) -> bool:
+    return _STYLES.get(model) == "text"
+
+
 @dataclass
 class LoopState:
     """Per-turn state of the local-model aids."""
@@ -49,11 +108,36 @@ class LoopState:
     aids: bool
     greeting: bool
     start: int  # index in turn.history where this turn's messages begin
+    model: str = ""  # "backend:model", the key of ``observe``
+    shortlisted: bool = False  # known as a text caller when the turn began: the tools are shortlisted
     force_answer: bool = False
     repaired: bool = False
     told_unknown: bool = False
     repeats: int = 0
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def small(self) -> bool:
+        return self.aids and writes_text_calls(self.model)
+
+    def offer(self, names: list[str], request: str) -> list[str]:
+        """The tools offered in the next request."""
+        if self.greeting:
+            return []
+        # Decided once a turn: the same tools in every request keep a local server's prompt cache.
+        return shortlist(request, names) if self.shortlisted else names
+
+    def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
+                   advance: Callable[[str], None]) -> None:
+        """After a step's tools ran: (tool, success) of each call. A small model answers now
+        when every call succeeded and no todo step is open; a success advances the todo list."""
+        if not self.small or not results or not all(ok for _, ok in results):
+            return
+        for tool, _ok in results:
+            if tool != "todo":
+                advance(tool)
+        if not any(s.get("status") not in ("done", "failed") for s in todo()):
+            self.force_answer = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +146,7 @@ class Decision:
     content: str
     note: str | None = None  # a repair/unknown-tool message for the model: run another iteration
     replaced: bool = False  # the model's text was a call nobody may run: show the fallback instead
+    from_text: bool = False  # the calls were written as text (a small local model)
 
 
 ANSWER_NOW = ("Answer the user now in plain language with what you have. Do not call any tool "
@@ -87,7 +172,7 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if not allow:
         # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
         written = extract_text_tool_calls(call.text, known) if state.aids else None
-        wrote_call = bool(call.tool_calls) or bool(written and (written.calls or written.malformed))
+        wrote_call = bool(call.tool_calls) or bool(written and (written.calls or written.malformed or written.unknown_tool))
         if wrote_call:
             return Decision(calls=[], content=fallback_answer(turn.history[state.start:], state.greeting),
                              replaced=True)
@@ -98,7 +183,7 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if found.calls:
         # Small models append junk calls to the one they meant (a stray todo, a memory_search):
         # only the first call written as text runs.
-        return Decision(calls=found.calls[:1], content=found.remaining_text)
+        return Decision(calls=found.calls[:1], content=found.remaining_text, from_text=True)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
         note = repair_note(found.malformed, found.unknown_tool, names, state.repaired)
         state.repaired = state.repaired or bool(found.malformed)

@@ -16,7 +16,7 @@ import structlog
 from django.conf import settings
 
 from agent import ctx
-from agent.aids import SMALL_TALK, Decision, LoopState, interpret, nudges
+from agent.aids import SMALL_TALK, Decision, LoopState, interpret, nudges, observe, writes_text_calls
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
 from agent.events import (
@@ -224,15 +224,16 @@ class Agent:
         registry = await aget_registry()
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
+        model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
         state = LoopState(aids=aids, greeting=bool(aids and SMALL_TALK.match(turn.goal or "")),
-                           start=len(turn.history))
+                           start=len(turn.history), model=model, shortlisted=aids and writes_text_calls(model))
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
                 return
             names = self._tool_names(registry, turn)
-            offered = [] if state.greeting else names
+            offered = state.offer(names, turn.goal)
             allow = bool(offered) and not state.force_answer
             messages = (self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
                         + nudges(turn, state, allow))
@@ -247,6 +248,8 @@ class Agent:
                     yield ev
                 return
             decision = interpret(call, turn, state, allow, names, set(registry.names()))
+            if aids:
+                observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
             if decision.note is not None:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
@@ -261,6 +264,7 @@ class Agent:
             await turn.add(ChatMessage(role="assistant", content=decision.content or None,
                                        tool_calls=tuple(decision.calls), thinking=call.thinking or None))
             repeated = False
+            results: list[tuple[str, bool]] = []
             for tc in decision.calls:
                 if turn.stop_event.is_set():
                     await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
@@ -269,10 +273,17 @@ class Agent:
                 blocked = aids and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
                 async for ev in self._run_tool(turn, registry, tc, set(names), blocked=blocked):
+                    if isinstance(ev, ToolCall) and not ev.is_subagent:
+                        results.append((tc.name, ev.success))
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
             state.force_answer = state.force_answer or state.repeats >= 1
+            if turn.subagent:  # a subagent answers after its first good step; the parent's todo is not its own
+                state.after_step(results, list, lambda tool: None)
+            else:
+                state.after_step(results, lambda: _read_todo(turn.session_id),
+                                 lambda tool: _advance_todo(turn.session_id, tool))
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
@@ -433,6 +444,15 @@ def _read_todo(session_id: str) -> list[dict[str, Any]]:
         return read_todo(session_id)
     except Exception:  # noqa: BLE001 - a broken todo file must not break the turn
         return []
+
+
+def _advance_todo(session_id: str, tool: str) -> None:
+    from tools_app.builtins_meta.todo import complete_next
+
+    try:
+        complete_next(session_id, f"{tool} succeeded")
+    except Exception:  # noqa: BLE001
+        log.warning("todo_advance_failed")
 
 
 def _set_todo(session_id: str, steps: list[str]) -> None:

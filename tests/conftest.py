@@ -37,3 +37,13 @@ def _isolated_files(settings, tmp_path):
     settings.SESSION_FILES_DIR = tmp_path / "session_files"
     settings.SESSION_FILES_DIR.mkdir()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_model_styles():
+    """What the aids learnt about a model (text or structured calls) never leaks between tests."""
+    from agent import aids
+
+    aids._STYLES.clear()
+    yield
+    aids._STYLES.clear()

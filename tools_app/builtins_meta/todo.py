@@ -62,6 +62,18 @@ def set_todo(session_id: str, titles: list[str]) -> list[dict[str, Any]]:
     return steps
 
 
+def complete_next(session_id: str, evidence: str) -> list[dict[str, Any]]:
+    """Mark the first step that is not done or failed as done (the local-model aids' todo progress)."""
+    path = todo_path(session_id)
+    with path_lock(path):
+        steps = _load(path)
+        step = next((s for s in steps if s.get("status") not in ("done", "failed")), None)
+        if step is not None:
+            step["status"], step["validation"] = "done", evidence[:1000]
+            _save(path, steps)
+    return steps
+
+
 def render(steps: list[dict[str, Any]]) -> str:
     """The checklist as the model and the user see it."""
     if not steps:

@@ -1,0 +1,125 @@
+"""The aids for models seen writing tool calls as text: shortlist, answer after success, todo progress."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from agent.aids import shortlist
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LOCAL = ["get_current_datetime", "filesystem", "user_notes", "memory_save", "schedule_recall", "todo",
+         "spawn_agent"]
+
+
+def as_text(name: str, **arguments: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def tool_names(request: dict) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools") or []]
+
+
+@pytest.mark.parametrize(("request_text", "expected"), [
+    ("What time is it right now (UTC)?", ["get_current_datetime"]),
+    ("Read the file project.txt and tell me the project codename.", ["filesystem"]),
+    ("Note down: call the plumber about invoice 4411.", ["user_notes"]),
+    ("Remember that my server is called atlas.", ["memory_save"]),
+    ("Remind me in 2 minutes to check /tmp/build.log", ["filesystem", "schedule_recall"]),
+    ("Use a subagent (spawn_agent) to read the file facts.txt and tell me the magic number.", ["spawn_agent"]),
+    ("Make a todo list with two steps and then do them: 1) find out today's date, 2) note down 'order 5 ships'.",
+     ["get_current_datetime", "user_notes", "todo"]),
+    ("What is the capital of France?", []),
+    ("Write a long story about a dragon who learns to bake bread.", []),
+    ("What is my server called?", []),
+])
+def test_shortlist_offers_the_tools_a_request_points_at(request_text, expected) -> None:
+    assert shortlist(request_text, LOCAL) == expected
+
+
+def test_a_tool_without_hints_is_matched_by_the_words_of_its_name() -> None:
+    assert shortlist("check the backup status", ["backup_status", "todo"]) == ["backup_status"]
+
+
+async def test_a_text_caller_is_ordered_to_answer_after_a_good_result(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text=as_text("scratchpad", action="read"))  # a stray call, as the 0.5B model does
+    events = await agent_env.run("what's on my todo list?")
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert [c["tool"] for c in calls] == ["todo"]  # the stray call is neither run ...
+    second = agent_env.requests()[1]
+    assert "Do not call any tool" in second["messages"][-1]["content"]
+    assert tool_names(second) == tool_names(agent_env.requests()[0])  # same prompt prefix for the cache
+    assert events[-1]["type"] == "stream_end"
+    assert '"name"' not in events[-1]["content"]  # ... nor shown: the user gets the result
+    assert "todo list is empty" in events[-1]["content"]
+
+
+async def test_a_known_text_caller_gets_only_the_tools_its_message_points_at(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Your list is empty.")
+    await agent_env.run("what's on my todo list?")  # the model shows that it writes calls as text
+    agent_env.fake.script(text="I will read it.")
+    await agent_env.run("read the file plan.md")
+    assert tool_names(agent_env.requests()[-1]) == ["filesystem"]
+    agent_env.fake.script(text="Paris.")
+    events = await agent_env.run("What is the capital of France?")
+    assert "tools" not in agent_env.requests()[-1]
+    assert events[-1]["content"] == "Paris."
+
+
+async def test_a_structured_caller_keeps_every_tool_and_may_chain_calls(agent_env) -> None:
+    agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "set", "steps": ["x"]}}])
+    agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "read"}}])
+    agent_env.fake.script(text="One step.")
+    events = await agent_env.run("what is the capital of France? also set up my list")
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo", "todo"]
+    requests = agent_env.requests()
+    assert len(requests) == 3 and len(tool_names(requests[1])) == 7
+    assert all("Do not call any tool" not in (m.get("content") or "") for r in requests for m in r["messages"])
+    assert events[-1]["content"] == "One step."
+
+
+async def test_text_caller_works_through_its_todo_list_then_answers(agent_env) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.txt").write_text("alpha 17\n")
+    (folder / "b.txt").write_text("beta 29\n")
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read a.txt", "read b.txt"]))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="a.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="b.txt"))
+    agent_env.fake.script(text="alpha is 17 and beta is 29.")
+    events = await agent_env.run("make a todo list, then read a.txt and b.txt")
+    calls = [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"]
+    assert calls == [("todo", True), ("filesystem", True), ("filesystem", True)]
+    requests = agent_env.requests()
+    # Tools stay usable while steps are open; once the list is done the model must answer.
+    assert all("Do not call any tool" not in r["messages"][-1]["content"] for r in requests[:3])
+    assert "Do not call any tool" in requests[3]["messages"][-1]["content"]
+    todo = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
+    assert [s["status"] for s in todo] == ["done", "done"]
+    assert todo[0]["validation"] == "filesystem succeeded"
+    assert events[-1]["content"] == "alpha is 17 and beta is 29."
+
+
+async def test_a_failed_call_leaves_the_tools_to_the_text_caller(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="explode"))
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    events = await agent_env.run("what's on my todo list?")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", False), ("todo", True)]
+    assert "Do not call any tool" not in agent_env.requests()[1]["messages"][-1]["content"]
+    assert events[-1]["content"] == "Empty."
+
+
+async def test_aids_off_offers_every_tool_to_a_text_caller(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    await agent_env.set_profile(local_model_aids_enabled=False)
+    agent_env.fake.script(text="Paris.")
+    await agent_env.run("What is the capital of France?")
+    assert len(tool_names(agent_env.requests()[-1])) == 7
