@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agent.realmodel import catalog, server, weights
@@ -89,6 +90,8 @@ Stop the server with: python manage.py real_model stop""")
         self._echo(f"log:     {st['log']}")
 
     def _profile(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
+        # On a fresh clone `setup` may run before Navi ever started: create the tables first, as `start` does.
+        call_command("migrate", interactive=False, verbosity=0)
         _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on")
         self._echo(f"profile: {PROFILE_ID} {'created' if created else 'updated'} "
                    f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']})")
