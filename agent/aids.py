@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.llm.base import ChatMessage, ToolCallRequest
@@ -41,13 +41,17 @@ SMALL_TALK = re.compile(
 )
 
 
-def repair_note(malformed: str | None, unknown: str | None, names: list[str], repaired: bool) -> str:
+def repair_note(malformed: str | None, unknown: str | None, names: list[str], repaired: bool,
+                known: frozenset[str] | set[str] = frozenset()) -> str:
     if malformed and repaired:
         return ("The tool call failed again: it still could not be parsed, so no tool was run. "
                 "Answer the user now without the tool, and say what you could not do.")
     if malformed:
         return (f"Your tool call could not be parsed: {malformed} Reply with only one JSON object of the form "
                 '{"name": "<tool>", "arguments": {...}} and nothing else.')
+    if unknown in known:  # a real tool, left out of this request's shortlist
+        return (f"The tool {unknown!r} is not for this request. "
+                + (f"Use {' or '.join(names)}, or answer the user directly." if names else "Answer the user directly."))
     return (f"There is no tool named {unknown!r}. Available tools: {', '.join(names)}. "
             "Use one of them, or answer the user directly.")
 
@@ -166,6 +170,17 @@ def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
     return []
 
 
+def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[str]) -> list[ChatMessage]:
+    """Drop the system prompt's lines that show a call of a tool this request does not offer (a
+    small model copies any call it sees)."""
+    hidden = [n for n in names if n not in offered]
+    if not hidden or not messages or messages[0].role != "system" or not messages[0].content:
+        return messages
+    pattern = re.compile(r'"name":\s*"(' + "|".join(map(re.escape, hidden)) + r')"')
+    kept = [line for line in messages[0].content.split("\n") if not pattern.search(line)]
+    return [replace(messages[0], content="\n".join(kept)), *messages[1:]]
+
+
 def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, names: list[str],
                known: set[str]) -> Decision:
     """What the model's answer means: tool calls to run, a final text, or a note to send back."""
@@ -185,11 +200,13 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         # only the first call written as text runs.
         return Decision(calls=found.calls[:1], content=found.remaining_text, from_text=True)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
-        note = repair_note(found.malformed, found.unknown_tool, names, state.repaired)
+        note = repair_note(found.malformed, found.unknown_tool, names, state.repaired, known)
         state.repaired = state.repaired or bool(found.malformed)
         state.told_unknown = state.told_unknown or bool(found.unknown_tool)
         state.force_answer = state.force_answer or note.startswith("The tool call failed again")
         return Decision(calls=[], content=call.text, note=note)
+    if found.unknown_tool:  # told once already: never show the call, answer with what this turn got
+        return Decision(calls=[], content=fallback_answer(turn.history[state.start:], state.greeting), replaced=True)
     return Decision(calls=[], content=call.text)
 
 

@@ -16,7 +16,16 @@ import structlog
 from django.conf import settings
 
 from agent import ctx
-from agent.aids import SMALL_TALK, Decision, LoopState, interpret, nudges, observe, writes_text_calls
+from agent.aids import (
+    SMALL_TALK,
+    Decision,
+    LoopState,
+    interpret,
+    nudges,
+    observe,
+    trim_templates,
+    writes_text_calls,
+)
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
 from agent.events import (
@@ -235,8 +244,10 @@ class Agent:
             names = self._tool_names(registry, turn)
             offered = state.offer(names, turn.goal)
             allow = bool(offered) and not state.force_answer
-            messages = (self._context(turn) + mech.injections(iteration, _read_todo(turn.session_id))
-                        + nudges(turn, state, allow))
+            context = self._context(turn)
+            if state.shortlisted:
+                context = trim_templates(context, offered, names)
+            messages = context + mech.injections(iteration, _read_todo(turn.session_id)) + nudges(turn, state, allow)
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             call = StreamedCall(self._stream(turn, messages, registry.schemas(offered)), emit=turn.emit,
                                 holdback=aids)
@@ -247,7 +258,9 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            decision = interpret(call, turn, state, allow, names, set(registry.names()))
+            # A shortlisted turn runs only the tools it offered; others are "not for this request".
+            decision = interpret(call, turn, state, allow, offered if state.shortlisted else names,
+                                 set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
             if decision.note is not None:

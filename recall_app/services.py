@@ -60,7 +60,8 @@ def _interval(*, call_type: str, interval_seconds: Any) -> int | None:
             raise BadRequest("interval_seconds is only for call_type='recurring'; leave it out for once/immediate.")
         return None
     if interval_seconds in (None, ""):
-        raise BadRequest("A recurring recall needs interval_seconds (for example 300 for every 5 minutes).")
+        raise BadRequest("A recurring recall needs interval_seconds (for example 300 for every 5 minutes). "
+                         "For a single reminder use call_type 'once' with 'when'.")
     seconds = parse_interval(interval_seconds)
     minimum = _min_interval()
     if seconds < minimum:

@@ -123,3 +123,31 @@ async def test_aids_off_offers_every_tool_to_a_text_caller(agent_env) -> None:
     agent_env.fake.script(text="Paris.")
     await agent_env.run("What is the capital of France?")
     assert len(tool_names(agent_env.requests()[-1])) == 7
+
+
+async def test_a_call_of_a_tool_left_off_the_shortlist_is_redirected_not_run(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")  # now known as a text caller
+    agent_env.fake.script(text=as_text("scratchpad", action="read"))  # the wrong tool for the request
+    agent_env.fake.script(text=as_text("scratchpad", action="read"))  # and again, after being told
+    events = await agent_env.run("read the file plan.md")
+    assert not [e for e in events if e["type"] == "tool_started"]
+    told = agent_env.requests()[-1]["messages"][-1]["content"]
+    assert "'scratchpad' is not for this request" in told and "filesystem" in told
+    assert '"name"' not in events[-1]["content"] and events[-1]["type"] == "stream_end"
+
+
+async def test_the_prompt_shows_only_the_call_templates_of_offered_tools(agent_env) -> None:
+    template = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file>"}}'
+    other = '- the todo list: {"name": "todo", "arguments": {"action": "read"}}'
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{template}\n{other}")
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    first = agent_env.requests()[0]["messages"][0]["content"]
+    assert template in first and other in first  # not yet known as a text caller: the prompt is whole
+    agent_env.fake.script(text="ok")
+    await agent_env.run("read the file plan.md")
+    system = agent_env.requests()[-1]["messages"][0]["content"]
+    assert template in system and other not in system and "Use these calls:" in system

@@ -248,7 +248,8 @@ async def remember(env: Env) -> Outcome:
     facts = await poll(lambda: [f for f in get(env, "/memory/facts?limit=100")["items"]
                                 if name in f["value"].lower() or name in f["key"].lower()], timeout=10)
     if not facts:
-        return _done(start, False, f"no memory fact naming {name}; {t1.brief()}", t1)
+        return _done(start, False, f"no memory fact naming {name}; {t1.brief()}", t1,
+                     allowed=frozenset({"memory_save"}))
     # The summary injected into new sessions is rebuilt by a Celery task (the embedded worker).
     summary = await poll(lambda: name in get(env, "/memory/summary")["summary"].lower(), timeout=240, every=3)
     t2 = await turn(env, new_session(env, "recall a fact"), "What is my server called?")
@@ -265,7 +266,7 @@ async def remind_me(env: Env) -> Outcome:
     t = await turn(env, sid, "Remind me in 2 minutes to check /tmp/build.log")
     recall = get(env, f"/sessions/{sid}/recall")
     if not recall or not recall.get("id"):
-        return _done(start, False, f"no recall; {t.brief()}", t)
+        return _done(start, False, f"no recall; {t.brief()}", t, allowed=frozenset({"schedule_recall"}))
     due = datetime.fromisoformat(recall["trigger_at"])
     minutes = (due - asked).total_seconds() / 60
     ok = ("/tmp/build.log" in recall["additional_context_message"] and 1.0 <= minutes <= 4.0
@@ -314,7 +315,7 @@ async def stop_midway(env: Env) -> Outcome:
     saved = [m for m in detail.get("messages", []) if m.get("role") == "assistant"]
     ok = t.end == "stream_stopped" and probe < 15.0 and len(t.shown.split()) < 300
     return _done(start, ok, f"end={t.end}, {len(t.shown.split())} words shown, probe answered {probe:.1f} s after "
-                 f"the stop (+{time.monotonic() - stopped_at - probe:.1f}), partial saved: {bool(saved)}", t)
+                 f"the stop (+{time.monotonic() - stopped_at - probe:.1f}), partial saved: {bool(saved)}; {t.brief()}", t)
 
 
 async def todo_two_steps(env: Env) -> Outcome:
