@@ -257,17 +257,31 @@ def stream_clients(urls: list[str], start_at: float, stagger: float, out: Any) -
         lat: list[float] = []
         seen: list[float] = []
         async with connect(url, max_size=None, ping_interval=None, open_timeout=60) as ws:
-            assert json.loads(await ws.recv())["type"] == "session_sync"
+            first = json.loads(await asyncio.wait_for(ws.recv(), 60))
+            assert first["type"] == "session_sync", first
             await asyncio.sleep(max(0.0, start_at + i * stagger / len(urls) - time.time()))
             await ws.send(json.dumps({"type": "message", "content": PROMPT}))
             buf, ended = "", ""
+            last_seq: int | None = None
+            gaps = 0
+            progress = time.monotonic()
             while True:
+                # Heartbeats are not progress: a turn whose last events were lost would otherwise
+                # keep this client waiting for ever (the server's heartbeat comes every 20 s).
                 try:
-                    raw = await asyncio.wait_for(ws.recv(), 20)
+                    raw = await asyncio.wait_for(ws.recv(), max(0.1, progress + 20 - time.monotonic()))
                 except TimeoutError:
-                    return lat, seen, f"nothing for 20 s after {len(lat)} tokens"
+                    return lat, seen, f"nothing for 20 s after {len(lat)} tokens (seq gaps {gaps})"
                 now = time.time()
                 event = json.loads(raw)
+                if event["type"] == "heartbeat":
+                    continue
+                progress = time.monotonic()
+                seq = event.get("seq")
+                if isinstance(seq, int):
+                    if last_seq is not None and seq != last_seq + 1:
+                        gaps += 1  # events lost between the server and this client
+                    last_seq = seq
                 if event["type"] == "stream_delta":
                     buf += event["delta"]
                     whole = len(buf) - len(buf) % 4
@@ -277,7 +291,7 @@ def stream_clients(urls: list[str], start_at: float, stagger: float, out: Any) -
                 elif event["type"] in ("stream_end", "error", "stream_stopped"):
                     ended = event["type"]
                 elif event["type"] == "session_sync":
-                    return lat, seen, ended
+                    return lat, seen, ended if not gaps else f"{ended} with {gaps} seq gaps"
 
     async def main() -> None:
         results = await asyncio.gather(*(one(i, u) for i, u in enumerate(urls)), return_exceptions=True)

@@ -13,14 +13,18 @@ it; every event carries ``seq`` and anything at or below the last one sent is dr
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import structlog
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from navi_site.errors import NotFound
@@ -62,9 +66,67 @@ def _after(scope: dict[str, Any]) -> int | None:
         return None
 
 
+async def dispatch_serially(sources: list[Callable[[], Awaitable[dict[str, Any]]]],
+                            dispatch: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    """Channels' ``await_many_dispatch`` without a task per message.
+
+    The stock loop starts a new task for every message it receives and waits on all of them
+    with ``asyncio.wait`` — with 100 sessions streaming that was 5 000 task starts and waits a
+    second on the server's loop. Here each source (the client's socket, the channel layer) has
+    one long-lived receiver; a lock keeps dispatch serial across both, as before: one message
+    at a time, each source's messages in order, and the next message of a source is not read
+    until its previous one was handled. Ends on StopConsumer or the first error (re-raised).
+    """
+    lock = asyncio.Lock()
+    closed = False
+
+    async def receive_from(source: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        nonlocal closed
+        while not closed:
+            message = await source()
+            async with lock:
+                if closed:
+                    return
+                try:
+                    await dispatch(message)
+                except BaseException:
+                    closed = True
+                    raise
+            # A queued message is returned without suspending: yield once per message so that a
+            # consumer with a backlog does not hold the loop (other sockets, HTTP) until it is empty.
+            await asyncio.sleep(0)
+
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(receive_from(source)) for source in sources]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # StopConsumer or the error
+    finally:
+        closed = True
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class SessionConsumer(AsyncJsonWebsocketConsumer):
     session_id: str = ""
     group: str = ""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # AsyncConsumer.__call__ with dispatch_serially instead of await_many_dispatch.
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        sources = [receive]
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
+            sources.append(self.channel_receive)
+        self.base_send = send
+        try:
+            await dispatch_serially(sources, self.dispatch)
+        except StopConsumer:
+            pass
 
     async def connect(self) -> None:
         # Close codes can only be sent on an accepted socket: accept, then close.

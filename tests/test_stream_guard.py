@@ -129,3 +129,53 @@ async def test_timeout_cancels_pending_read() -> None:
     with pytest.raises(StreamTimeout):
         [c async for c in guarded(rec.gen(), None, first=0.2)]
     assert rec.closed
+
+
+async def test_stop_ends_the_wait_at_once_whatever_the_poll_interval() -> None:
+    rec = _Recorder([30])
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.05, stop.set)
+    started = time.monotonic()
+    chunks = [c async for c in iter_stream_guarded(rec.gen(), stop_event=stop, first_chunk_timeout=60,
+                                                   chunk_timeout=60, poll_interval=10)]
+    assert chunks == []
+    assert time.monotonic() - started < 0.5
+    assert rec.closed
+
+
+async def test_chunk_timeout_without_stop_event_after_a_slow_consumer() -> None:
+    rec = _Recorder([0, 0, 10])
+    seen = []
+    started = time.monotonic()
+    with pytest.raises(StreamTimeout, match="LLM_STREAM_CHUNK_TIMEOUT"):
+        async for chunk in guarded(rec.gen(), None, first=5, between=0.2):
+            seen.append(chunk)
+            await asyncio.sleep(0.3)  # the consumer's own time is not the model's silence
+    assert len(seen) == 2
+    assert 0.7 < time.monotonic() - started < 1.5
+    assert rec.closed
+
+
+async def test_one_watcher_task_per_stream_not_one_per_chunk() -> None:
+    rec = _Recorder([0.001] * 50)
+    before = len(asyncio.all_tasks())
+    most = 0
+    async for _ in guarded(rec.gen(), asyncio.Event()):
+        most = max(most, len(asyncio.all_tasks()) - before)
+    assert most == 1
+
+
+async def test_a_cancel_from_outside_still_cancels_the_consumer() -> None:
+    rec = _Recorder([30])
+
+    async def consume() -> list[StreamChunk]:
+        return [c async for c in guarded(rec.gen(), asyncio.Event(), first=60)]
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert rec.closed
+    await asyncio.sleep(0)
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "navi-stream-watch"] == []

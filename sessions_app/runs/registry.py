@@ -223,19 +223,28 @@ class RunRegistry:
             except Exception as exc:
                 queue.put_nowait(("raise", exc))
 
-        producer = asyncio.get_running_loop().create_task(produce())
+        loop = asyncio.get_running_loop()
+        producer = loop.create_task(produce())
         tracker = _OutcomeTracker()
+        # A pending delta's window is closed by a timer that queues a "tick" (a wait_for on every
+        # event cost a task, a future and a timer each: 5 000 a second with 100 streams).
+        timer: asyncio.TimerHandle | None = None
+        timer_at: float | None = None
         try:
             while True:
                 deadline = writer.deadline
-                if deadline is None:
-                    kind, item = await queue.get()
-                else:
-                    try:
-                        kind, item = await asyncio.wait_for(queue.get(), max(0.0, deadline - time.monotonic()))
-                    except TimeoutError:
+                if deadline != timer_at:
+                    if timer is not None:
+                        timer.cancel()
+                    timer = None if deadline is None else loop.call_at(
+                        loop.time() + max(0.0, deadline - time.monotonic()), queue.put_nowait, ("tick", None))
+                    timer_at = deadline
+                kind, item = await queue.get()
+                if kind == "tick":
+                    timer, timer_at = None, None
+                    if writer.deadline is not None and time.monotonic() >= writer.deadline:
                         await writer.flush()
-                        continue
+                    continue
                 if kind == "end":
                     break
                 if kind == "raise":
@@ -247,6 +256,8 @@ class RunRegistry:
             run.stop_event.set()  # the writer failed: let the agent end cooperatively
             raise
         finally:
+            if timer is not None:
+                timer.cancel()
             await producer  # the producer never outlives the run (it ends on stop or error)
         await writer.flush()
         return tracker.result(await _is_first_turn(req.session_id) if tracker.succeeded else False)
