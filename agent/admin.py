@@ -19,7 +19,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
                 "fields": (
                     "think_enabled", "iteration_budget_enabled", "goal_anchoring_enabled",
                     "goal_anchoring_interval", "anti_stall_enabled", "anti_stall_threshold",
-                    "step_validation_enabled", "adaptive_replan_enabled", "local_model_aids_enabled",
+                    "step_validation_enabled", "adaptive_replan_enabled", "local_model_aids_enabled", "local_model_aids_off",
                 )
             },
         ),

@@ -2,25 +2,27 @@
 repeat calls or call tools on a greeting (issue "real local model").
 
 Each aid is on when the profile's ``local_model_aids_enabled`` and the global
-``LLM_LOCAL_MODEL_AIDS`` are both true:
-- a tool call written as JSON in the text (bare, fenced, a list, ``<tool_call>``) naming a
-  known tool is run (``agent.textcalls``); text that may be such a call is held back while
+``LLM_LOCAL_MODEL_AIDS`` are both true and its name (in brackets) is not in the profile's
+``local_model_aids_off`` (docs/real-model.md lists them with their tests):
+- [text_calls] a tool call written as JSON in the text (bare, fenced, a list, ``<tool_call>``)
+  naming a known tool is run (``agent.textcalls``); text that may be such a call is held back while
   streaming (``agent.streaming``);
-- a malformed call gets one repair prompt, then the model is told it failed and must answer;
-- the same tool with the same arguments as the previous step is not run again, and the model is
+- [repair] a malformed call gets one repair prompt, then the model is told it failed and must answer;
+- [repeat_guard] the same tool with the same arguments as the previous step is not run again, and the model is
   then ordered to answer (the tool list stays in the prompt so a local
   server's prompt cache survives) and any further call is neither run nor shown;
 - of several calls written as text in one reply, only the first runs;
-- a greeting gets no tools;
-- after tool results, a one-line nudge to answer when the results suffice.
+- [greeting] a greeting gets no tools;
+- [nudges] after tool results, a one-line nudge to answer when the results suffice.
 
 For a model seen writing its calls as text (a small local model; a model that fills the
 structured ``tool_calls`` field is never affected, see ``observe``) three more:
-- a tool shortlist: only the tools the user's message points at are offered (by name, or by a
-  few keywords per tool), none when nothing points at a tool;
-- answer after success: once every call of a step succeeded and no todo step is open, the
+- [shortlist] only the tools the user's message points at are offered (by name, or by a
+  few keywords per tool), none when nothing points at a tool; the prompt's lines that show calls
+  of other tools are left out, and a call of another tool is answered "not for this request";
+- [answer_after_success] once every call of a step succeeded and no todo step is open, the
   model must answer (calls it still writes are neither run nor shown);
-- todo progress: a successful call (other than ``todo``) marks the first open todo step done.
+- [todo_progress] a successful call (other than ``todo``) marks the first open todo step done.
 """
 from __future__ import annotations
 
@@ -113,12 +115,16 @@ class LoopState:
     greeting: bool
     start: int  # index in turn.history where this turn's messages begin
     model: str = ""  # "backend:model", the key of ``observe``
+    off: frozenset[str] = frozenset()  # aids this profile switched off one by one
     shortlisted: bool = False  # known as a text caller when the turn began: the tools are shortlisted
     force_answer: bool = False
     repaired: bool = False
     told_unknown: bool = False
     repeats: int = 0
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
+
+    def on(self, aid: str) -> bool:
+        return self.aids and aid not in self.off
 
     @property
     def small(self) -> bool:
@@ -137,10 +143,11 @@ class LoopState:
         when every call succeeded and no todo step is open; a success advances the todo list."""
         if not self.small or not results or not all(ok for _, ok in results):
             return
-        for tool, _ok in results:
-            if tool != "todo":
-                advance(tool)
-        if not any(s.get("status") not in ("done", "failed") for s in todo()):
+        if self.on("todo_progress"):
+            for tool, _ok in results:
+                if tool != "todo":
+                    advance(tool)
+        if self.on("answer_after_success") and not any(s.get("status") not in ("done", "failed") for s in todo()):
             self.force_answer = True
 
 
@@ -165,7 +172,7 @@ def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
         return []
     if state.force_answer:
         return [ChatMessage(role="system", content=ANSWER_NOW)]
-    if allow and turn.history[-1].role == "tool":
+    if allow and turn.history[-1].role == "tool" and state.on("nudges"):
         return [ChatMessage(role="system", content=AFTER_TOOLS)]
     return []
 
@@ -186,19 +193,21 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     """What the model's answer means: tool calls to run, a final text, or a note to send back."""
     if not allow:
         # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
-        written = extract_text_tool_calls(call.text, known) if state.aids else None
+        written = extract_text_tool_calls(call.text, known) if state.on("text_calls") else None
         wrote_call = bool(call.tool_calls) or bool(written and (written.calls or written.malformed or written.unknown_tool))
         if wrote_call:
             return Decision(calls=[], content=fallback_answer(turn.history[state.start:], state.greeting),
                              replaced=True)
         return Decision(calls=[], content=call.text)
-    if call.tool_calls or not state.aids:
+    if call.tool_calls or not state.on("text_calls"):
         return Decision(calls=list(call.tool_calls), content=call.text)
     found = extract_text_tool_calls(call.text, set(names))
     if found.calls:
         # Small models append junk calls to the one they meant (a stray todo, a memory_search):
         # only the first call written as text runs.
         return Decision(calls=found.calls[:1], content=found.remaining_text, from_text=True)
+    if not state.on("repair"):
+        return Decision(calls=[], content=call.text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
         note = repair_note(found.malformed, found.unknown_tool, names, state.repaired, known)
         state.repaired = state.repaired or bool(found.malformed)

@@ -234,8 +234,10 @@ class Agent:
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
         model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
-        state = LoopState(aids=aids, greeting=bool(aids and SMALL_TALK.match(turn.goal or "")),
-                           start=len(turn.history), model=model, shortlisted=aids and writes_text_calls(model))
+        state = LoopState(aids=aids, greeting=False, start=len(turn.history), model=model,
+                          off=frozenset(turn.profile.local_model_aids_off))
+        state.greeting = state.on("greeting") and bool(SMALL_TALK.match(turn.goal or ""))
+        state.shortlisted = state.on("shortlist") and writes_text_calls(model)
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
@@ -250,7 +252,7 @@ class Agent:
             messages = context + mech.injections(iteration, _read_todo(turn.session_id)) + nudges(turn, state, allow)
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             call = StreamedCall(self._stream(turn, messages, registry.schemas(offered)), emit=turn.emit,
-                                holdback=aids)
+                                holdback=state.on("text_calls"))
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -283,7 +285,7 @@ class Agent:
                     await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
                                                content="Error: stopped by the user before this tool ran."))
                     continue
-                blocked = aids and canonical(tc) in state.previous_calls
+                blocked = state.on("repeat_guard") and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
                 async for ev in self._run_tool(turn, registry, tc, set(names), blocked=blocked):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:

@@ -10,6 +10,20 @@ def _validate_name_list(value: object) -> None:
         raise ValidationError("Must be a JSON list of non-empty names, e.g. [\"web_search\", \"todo\"].")
 
 
+# The local-model aids one by one (agent/aids.py, docs/real-model.md); a profile switches single
+# aids off with ``local_model_aids_off``.
+LOCAL_MODEL_AIDS = ("text_calls", "repair", "repeat_guard", "greeting", "nudges", "shortlist",
+                    "answer_after_success", "todo_progress")
+
+
+def _validate_aid_names(value: object) -> None:
+    _validate_name_list(value)
+    unknown = [v for v in value if v not in LOCAL_MODEL_AIDS]  # type: ignore[attr-defined]
+    if unknown:
+        raise ValidationError(f"Unknown local-model aid(s) {', '.join(map(repr, unknown))}: "
+                              f"use names from {', '.join(LOCAL_MODEL_AIDS)}.")
+
+
 class AgentProfile(models.Model):
     class Backend(models.TextChoices):
         OLLAMA = "ollama", "Ollama"
@@ -44,6 +58,9 @@ class AgentProfile(models.Model):
     scratchpad_sections = models.JSONField(default=list, blank=True, validators=[_validate_name_list])
     # Local-model aids (tool calls written as JSON text, one repair prompt, repeated-call guard).
     local_model_aids_enabled = models.BooleanField(default=True)
+    local_model_aids_off = models.JSONField(
+        default=list, blank=True, validators=[_validate_aid_names],
+        help_text="Single local-model aids to switch off, e.g. [\"shortlist\"]. Names: " + ", ".join(LOCAL_MODEL_AIDS))
     # DESIGN.md §6: terminal, ssh_exec, code_exec, write_tool and filesystem writes are
     # staff-only unless a profile explicitly opens them to every user.
     allow_dangerous_tools_for_users = models.BooleanField(default=False)

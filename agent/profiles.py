@@ -33,6 +33,7 @@ class ProfileSpec:
     subagent_timeout_seconds: int = 300
     scratchpad_sections: tuple[str, ...] = ()
     local_model_aids_enabled: bool = True
+    local_model_aids_off: tuple[str, ...] = ()
     allow_dangerous_tools_for_users: bool = False
 
     @classmethod

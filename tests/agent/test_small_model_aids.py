@@ -151,3 +151,88 @@ async def test_the_prompt_shows_only_the_call_templates_of_offered_tools(agent_e
     await agent_env.run("read the file plan.md")
     system = agent_env.requests()[-1]["messages"][0]["content"]
     assert template in system and other not in system and "Use these calls:" in system
+
+
+# -- each aid can be switched off on its own (AgentProfile.local_model_aids_off) -----------------
+
+
+def test_an_unknown_aid_name_is_refused_with_the_valid_names() -> None:
+    from django.core.exceptions import ValidationError
+
+    from agent.models import AgentProfile
+
+    profile = AgentProfile(id="p", name="P", local_model_aids_off=["shortlist", "telepathy"])
+    with pytest.raises(ValidationError) as err:
+        profile.full_clean()
+    assert "'telepathy'" in str(err.value) and "answer_after_success" in str(err.value)
+
+
+async def test_text_calls_off_shows_the_call_as_text(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["text_calls"])
+    call = as_text("todo", action="read")
+    agent_env.fake.script(text=call)
+    events = await agent_env.run("what's on my todo list?")
+    assert not [e for e in events if e["type"] == "tool_started"] and events[-1]["content"] == call
+
+
+async def test_repair_off_sends_no_repair_prompt(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["repair"])
+    agent_env.fake.script(text='{"name": "todo", "arguments": {"action": "re')
+    await agent_env.run("read my todo list")
+    assert len(agent_env.requests()) == 1
+
+
+async def test_repeat_guard_off_runs_a_repeated_call(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["repeat_guard"])
+    for _ in range(2):
+        agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "read"}}])
+    agent_env.fake.script(text="Empty.")
+    events = await agent_env.run("what's on my list?")
+    assert [e["success"] for e in events if e["type"] == "tool_call"] == [True, True]
+
+
+async def test_greeting_off_offers_tools_to_a_greeting(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["greeting"])
+    agent_env.fake.script(text="Hello!")
+    await agent_env.run("Hi!")
+    assert tool_names(agent_env.requests()[0])
+
+
+async def test_nudges_off_sends_no_nudge_after_results(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["nudges"])
+    agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "read"}}])
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my list?")
+    assert agent_env.requests()[1]["messages"][-1]["role"] == "tool"
+
+
+async def test_shortlist_off_offers_every_tool_to_a_known_text_caller(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["shortlist"])
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    agent_env.fake.script(text="Paris.")
+    await agent_env.run("What is the capital of France?")
+    assert len(tool_names(agent_env.requests()[-1])) == 7
+
+
+async def test_answer_after_success_off_leaves_the_tools_usable(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["answer_after_success"])
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["x"]))
+    agent_env.fake.script(text="Done.")
+    events = await agent_env.run("what's on my todo list? then add x")
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo", "todo"]
+
+
+async def test_todo_progress_off_leaves_the_steps_to_the_model(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["todo_progress"])
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.txt").write_text("alpha\n")
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read a.txt", "answer"]))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="a.txt"))
+    agent_env.fake.script(text="alpha.")
+    await agent_env.run("make a todo list, then read a.txt")
+    todo = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
+    assert [s["status"] for s in todo] == ["pending", "pending"]
