@@ -19,7 +19,8 @@ For a model seen writing its calls as text (a small local model; a model that fi
 structured ``tool_calls`` field is never affected, see ``observe``) three more:
 - [shortlist] only the tools the user's message points at are offered (by name, or by a
   few keywords per tool), none when nothing points at a tool; the prompt's lines that show calls
-  of other tools are left out, and a call of another tool is answered "not for this request";
+  of other tools are left out, a call of another tool is answered "not for this request", and
+  the schemas are compact (first sentence of the description, no parameter descriptions);
 - [answer_after_success] once every call of a step succeeded and no todo step is open, the
   model must answer (calls it still writes are neither run nor shown);
 - [todo_progress] a successful call (other than ``todo``) marks the first open todo step done.
@@ -177,6 +178,31 @@ def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
     return []
 
 
+def compact_schemas(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool schemas cut to the first sentence of each description, without parameter
+    descriptions: the 0.5B model copied description text into its arguments (a memory_save
+    whose value was the tool's own description)."""
+    out = []
+    for schema in schemas:
+        function = dict(schema.get("function") or {})
+        description = str(function.get("description") or "")
+        function["description"] = re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0]
+        params = dict(function.get("parameters") or {})
+        params["properties"] = {name: {k: v for k, v in prop.items() if k != "description"}
+                                for name, prop in (params.get("properties") or {}).items()}
+        function["parameters"] = params
+        out.append({**schema, "function": function})
+    return out
+
+
+def call_templates(prompt: str, names: list[str]) -> list[str]:
+    """The lines of ``prompt`` that show a call of one of ``names``."""
+    if not names:
+        return []
+    pattern = re.compile(r'"name":\s*"(' + "|".join(map(re.escape, names)) + r')"')
+    return [line.strip() for line in (prompt or "").split("\n") if pattern.search(line)]
+
+
 def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[str]) -> list[ChatMessage]:
     """Drop the system prompt's lines that show a call of a tool this request does not offer (a
     small model copies any call it sees)."""
@@ -210,6 +236,9 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         return Decision(calls=[], content=call.text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
         note = repair_note(found.malformed, found.unknown_tool, names, state.repaired, known)
+        if found.unknown_tool and state.small:
+            # The profile prompt's call templates of the offered tools: a small model copies them.
+            note = "\n".join([note, *call_templates(turn.profile.system_prompt, names)])
         state.repaired = state.repaired or bool(found.malformed)
         state.told_unknown = state.told_unknown or bool(found.unknown_tool)
         state.force_answer = state.force_answer or note.startswith("The tool call failed again")

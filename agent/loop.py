@@ -20,6 +20,7 @@ from agent.aids import (
     SMALL_TALK,
     Decision,
     LoopState,
+    compact_schemas,
     interpret,
     nudges,
     observe,
@@ -251,7 +252,10 @@ class Agent:
                 context = trim_templates(context, offered, names)
             messages = context + mech.injections(iteration, _read_todo(turn.session_id)) + nudges(turn, state, allow)
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
-            call = StreamedCall(self._stream(turn, messages, registry.schemas(offered)), emit=turn.emit,
+            schemas = registry.schemas(offered)
+            if state.shortlisted:
+                schemas = compact_schemas(schemas)
+            call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
                                 holdback=state.on("text_calls"))
             async for ev in call.events():
                 yield ev

@@ -236,3 +236,34 @@ async def test_todo_progress_off_leaves_the_steps_to_the_model(agent_env) -> Non
     await agent_env.run("make a todo list, then read a.txt")
     todo = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
     assert [s["status"] for s in todo] == ["pending", "pending"]
+
+
+async def test_an_unknown_tool_note_quotes_the_offered_tools_call_template(agent_env) -> None:
+    template = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file>"}}'
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{template}")
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")  # now known as a text caller
+    # Qwen 0.5B on "Note down: call the plumber": the user's words became a tool name.
+    agent_env.fake.script(text=json.dumps({"name": "plumber", "arguments": {"file": "plan.md"}}))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="plan.md"))
+    agent_env.fake.script(text="It is missing.")
+    events = await agent_env.run("read the file plan.md")
+    told = agent_env.requests()[-2]["messages"][-1]["content"]
+    assert "no tool named 'plumber'" in told and template.lstrip("- ") in told
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["filesystem"]
+
+
+async def test_a_known_text_caller_gets_compact_schemas(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    full = next(t for t in agent_env.requests()[0]["tools"] if t["function"]["name"] == "todo")["function"]
+    agent_env.fake.script(text="ok")
+    await agent_env.run("show my todo list")
+    (compact,) = [t["function"] for t in agent_env.requests()[-1]["tools"]]
+    assert full["description"].startswith(compact["description"]) and compact["description"].endswith(".")
+    assert len(compact["description"]) < len(full["description"])
+    assert "description" in full["parameters"]["properties"]["action"]
+    assert compact["parameters"]["properties"]["action"] == {"type": "string", "enum": ["set", "update", "read"]}
+    assert compact["parameters"]["required"] == ["action"]
