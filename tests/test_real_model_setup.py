@@ -172,3 +172,14 @@ def test_build_progress_has_a_heartbeat(tmp_path: Path) -> None:
     assert code == 0 and tail[-1] == "[ 50%] Building C"
     assert "Collecting x" in said[0] and any("still building" in s for s in said)
     assert (tmp_path / "build.log").read_text().count("\n") == 2
+
+
+def test_thread_count_is_passed_to_the_server_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    cmd = server.server_command(server.Paths(cache=tmp_path), catalog.MODELS["qwen"], tmp_path / "m.gguf",
+                                port=8089, threads=1)
+    assert "--n_threads 1 --n_threads_batch 1" in " ".join(cmd)
+    with pytest.raises(CommandError, match="'0' is not a thread count: give a whole number from 1 to 64"):
+        call_command("real_model", "start", "--threads", "0", "--cache", str(tmp_path))

@@ -197,7 +197,7 @@ def base_url(port: int) -> str:
 
 
 def start(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int, echo: Echo = print,
-          wait: float = 180.0) -> str:
+          wait: float = 180.0, threads: int = 2) -> str:
     """Start the server in the background (idempotent); returns its base URL once /v1/models answers."""
     running = read_pid_file(paths)
     if running and is_our_server(running["pid"]):
@@ -209,7 +209,7 @@ def start(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int, echo: E
         raise ServerError(f"the server is not installed in {paths.venv}: run `python manage.py real_model setup`")
     if models_answer(base_url(port)) is not None:
         raise ServerError(f"port {port} is already taken by another server: choose one with --port")
-    cmd = server_command(paths, spec, model_path, port=port)
+    cmd = server_command(paths, spec, model_path, port=port, threads=threads)
     with paths.log.open("ab") as log_fh:
         log_fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         log_fh.flush()

@@ -11,6 +11,7 @@ Everything lives in the cache directory (``--cache``, else $NAVI_REAL_MODEL_DIR,
 """
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.management import call_command
@@ -29,6 +30,9 @@ class Command(BaseCommand):
                             f"or {catalog.DEFAULT_CACHE}).")
         parser.add_argument("--model", default="qwen", choices=sorted(catalog.MODELS))
         parser.add_argument("--port", type=int, default=catalog.DEFAULT_PORT)
+        parser.add_argument("--threads", type=_threads, default=2, metavar="N",
+                            help="start: CPU threads for the model (default 2). On a machine whose cores are busy "
+                                 "with other work, 1 is faster: two threads wait for each other at every step.")
         parser.add_argument("--aids", choices=["on", "off"], default="on",
                             help="profile: the local-model aids of local_small (for comparisons).")
         parser.add_argument("--no-profile", action="store_true", help="setup: do not create the local_small profile.")
@@ -70,7 +74,7 @@ Stop the server with: python manage.py real_model stop""")
         if not weights.stamp_ok(model_path, spec):
             raise CommandError(f"{spec.title} is not installed in {paths.cache}: run "
                                f"`python manage.py real_model setup{_model_flag(spec)}` first")
-        url = server.start(paths, spec, model_path, port=opts["port"], echo=self._echo)
+        url = server.start(paths, spec, model_path, port=opts["port"], echo=self._echo, threads=opts["threads"])
         self._echo(f"OPENAI_BASE_URL={url}\nLog: {paths.log}")
 
     def _stop(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
@@ -95,6 +99,16 @@ Stop the server with: python manage.py real_model stop""")
         _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on")
         self._echo(f"profile: {PROFILE_ID} {'created' if created else 'updated'} "
                    f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']})")
+
+
+def _threads(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a thread count: give a whole number from 1 to 64")
+    return number
 
 
 def _model_flag(spec: catalog.ModelSpec) -> str:
