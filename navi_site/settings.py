@@ -169,14 +169,20 @@ NAVI_MODE = "scale-out" if REDIS_URL else "embedded"
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A consumer waits for its messages with BZPOPMIN timeout=5 (channels_redis brpop_timeout);
-            # redis-py 8 reads with a 5 s socket_timeout by default, so an idle WebSocket (a client
-            # waiting for its recall) crashed with "Timeout reading from Redis" after ~5 s.
-            # max_connections: every running turn holds a connection while it publishes; redis-py's
-            # default pool (100) raised MaxConnectionsError with 100 sessions streaming (bench/transport.py).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15, "max_connections": 1000}],
-                       "capacity": 1500, "expiry": 30},
+            # Pub/sub: a group message is one PUBLISH, and each ASGI process reads every group it
+            # serves from one subscribed connection. The list-based core layer cost ~4 sequential
+            # round trips per message and consumer behind one receive lock per process: at 5 x 50
+            # events/s it fell behind, and at scale its expiry/capacity silently dropped events
+            # (stream_end, session_sync included). Pub/sub keeps nothing for a subscriber that is
+            # (re)connecting; the consumer fills such gaps from the run's replay log
+            # (sessions_app/consumers.py), and nothing else here needs queued delivery: the layer
+            # carries only session-group events (no channel-name sends, no workers).
+            # channels_redis' pub/sub layer with a pipelined group_send (sessions_app/layers.py).
+            "BACKEND": "sessions_app.layers.NaviRedisPubSubChannelLayer",
+            # socket_timeout bounds a PUBLISH (the subscriber reads with its own 0.1 s poll);
+            # health checks find a half-open subscriber connection within a minute.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 10, "socket_connect_timeout": 5,
+                                  "health_check_interval": 30}]},
         }
     }
     CELERY_BROKER_URL = REDIS_URL

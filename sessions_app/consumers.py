@@ -9,6 +9,23 @@ Replay without gap or duplicate: the consumer joins the group *before* reading t
 log. Channels dispatches a consumer's messages one at a time, so events published
 while ``on_joined`` reads the log wait in the channel's queue and are handled after
 it; every event carries ``seq`` and anything at or below the last one sent is dropped.
+
+Live delivery does not trust the channel layer either: Redis pub/sub drops what is
+published while a subscriber (re)connects — including the moment between ``group_add``
+sending SUBSCRIBE and Redis acting on it — and the in-memory layer drops messages for a
+full channel. Every turn event is in the run's log before it is published, so:
+
+* a live event whose seq skips ahead (> last sent + 1) is preceded by the missing
+  events, read from the log's tail (in order; still deduplicated by seq);
+* while a turn is open (seen running, its ``session_sync`` not yet sent) and nothing
+  arrived for TAIL_CHECK_S, the consumer reads the tail: a turn whose *last* events
+  were lost still ends on every client, and a run that died without ``session_sync``
+  ends with one (the client reloads from REST);
+* a gap the log cannot fill any more (an older turn's log was replaced) becomes a
+  ``session_sync`` before the events that follow, so the client reloads what it missed.
+
+These reads happen in the consumer's serial dispatch (a tail check is an internal
+message), so replay, fill and live events can never interleave out of order.
 """
 from __future__ import annotations
 
@@ -37,6 +54,7 @@ CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN_ORIGIN = 4403
 CLOSE_NOT_FOUND = 4004
 RATE_LIMIT_MESSAGE = "Too many frames: slow down (at most 20 per second). Frames over the limit are ignored."
+TAIL_CHECK_S = 2.0  # an open turn that sent nothing for this long: read the log's tail (lost events)
 
 
 @database_sync_to_async
@@ -117,7 +135,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # AsyncConsumer.__call__ with dispatch_serially instead of await_many_dispatch.
         self.scope = scope
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
-        sources = [receive]
+        # Internal messages (tail checks) go through the same serial dispatch as the others.
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        sources = [receive, self.inbox.get]
         if self.channel_layer is not None:
             self.channel_name = await self.channel_layer.new_channel()
             self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
@@ -144,7 +164,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         self.user_id: int = user.pk
         self.user_role = "staff" if user.is_staff else "user"
         self.last_seq = 0
-        self.last_sent = time.monotonic()
+        self.last_sent = self.last_event_at = time.monotonic()
+        self.turn_open = False  # a turn was seen running and its session_sync not yet sent
+        self.tail_task: asyncio.Task[None] | None = None
+        self.tail_check_queued = False
         self.bucket = TokenBucket()
         self.log = log.bind(session_id=self.session_id, user_id=self.user_id)
         # Join before accepting, so no event published after the handshake is missed.
@@ -159,26 +182,31 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
         after = _after(self.scope)
         snap = await get_run_registry().snapshot(self.session_id)
-        latest = snap.events[-1]["seq"] if snap.events else 0
+        # The log and the counter are written together, so with an empty log the counter is where
+        # the next event starts: a later seq jump then means a lost event, never a new client.
+        latest = snap.events[-1]["seq"] if snap.events else snap.last_seq
         if snap.active:
             if after is None or after > latest:
                 after = 0  # a fresh client, or a seq from before the counter restarted: whole turn
             self.last_seq = after
             for event in snap.events:
                 await self._forward(event)
+            self.last_seq = max(self.last_seq, latest)
+            self._set_turn_open(not snap.events or snap.events[-1].get("type") != "session_sync")
             return
         # Idle: the tail of the last turn for ?after=N, then session_sync (reload from REST).
         events = [e for e in snap.events if e["seq"] > after] if after is not None else []
         for event in events:
             await self._forward(event)
         self.last_seq = max(self.last_seq, latest)
+        self._set_turn_open(False)
         if not events or events[-1].get("type") != "session_sync":
             await self.send_json({"type": "session_sync"})
 
     async def disconnect(self, code: int) -> None:
-        task = getattr(self, "heartbeat", None)
-        if task is not None:
-            task.cancel()
+        for task in (getattr(self, "heartbeat", None), getattr(self, "tail_task", None)):
+            if task is not None:
+                task.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -189,13 +217,50 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # a hop to the one thread-sensitive worker thread per streamed event, queued behind
         # every Django view (GET /sessions waited seconds with 100 sessions streaming).
         # Outbound events never touch the database, so they skip it; other messages do not.
-        if message.get("type") == "session.event":
+        kind = message.get("type")
+        if kind == "session.event":
             await self.session_event(message)
+            return
+        if kind == "session.tail_check":
+            await self.session_tail_check(message)
             return
         await super().dispatch(message)
 
     async def session_event(self, message: dict[str, Any]) -> None:
-        await self._forward(message["event"])
+        event = message["event"]
+        seq = event.get("seq")
+        if isinstance(seq, int) and self.session_id and seq > self.last_seq + 1:
+            await self._fill(before=seq)  # the layer lost events: send them from the log first
+        await self._forward(event)
+
+    async def session_tail_check(self, message: dict[str, Any]) -> None:
+        self.tail_check_queued = False
+        if self.turn_open:
+            await self._fill(before=None)
+
+    async def _fill(self, *, before: int | None) -> None:
+        """Send the logged events after the last one sent (below ``before``, a live event's seq).
+
+        Without ``before`` (a tail check) it also settles whether the turn is over: a run that is
+        no longer active and whose session_sync never came (it died) ends with one here."""
+        from sessions_app.runs import get_run_registry
+
+        tail = await get_run_registry().tail(self.session_id, self.last_seq)
+        events = [e for e in tail.events if before is None or e["seq"] < before]
+        upcoming = events[0]["seq"] if events else before if before is not None else tail.last_seq + 1
+        resync = upcoming > self.last_seq + 1
+        if resync:  # gone from the log too (an older turn's log was replaced): reload from REST
+            self.log.warning("ws_events_unrecoverable", after=self.last_seq, upcoming=upcoming)
+            await self.send_json({"type": "session_sync"})
+        elif events:
+            self.log.info("ws_events_filled", after=self.last_seq, count=len(events), live=before is not None)
+        for event in events:
+            await self._forward(event)
+        if before is None and self.turn_open and not tail.active:
+            self._set_turn_open(False)
+            if not resync:
+                self.log.warning("ws_turn_ended_without_session_sync", last_seq=self.last_seq)
+                await self.send_json({"type": "session_sync"})
 
     async def _forward(self, event: dict[str, Any]) -> None:
         seq = event.get("seq")
@@ -203,7 +268,28 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             if seq <= self.last_seq:
                 return  # already sent (replay/live overlap)
             self.last_seq = seq
+            self.last_event_at = time.monotonic()
+            self._set_turn_open(event.get("type") != "session_sync")
         await self.send_json(event)
+
+    def _set_turn_open(self, value: bool) -> None:
+        self.turn_open = value
+        if value and self.tail_task is None:
+            self.tail_task = asyncio.get_running_loop().create_task(self._watch_tail())
+
+    async def _watch_tail(self) -> None:
+        """While a turn is open, queue a tail check after every TAIL_CHECK_S without an event."""
+        try:
+            while self.turn_open:
+                wait = self.last_event_at + TAIL_CHECK_S - time.monotonic()
+                if wait <= 0:
+                    if not self.tail_check_queued:
+                        self.tail_check_queued = True
+                        self.inbox.put_nowait({"type": "session.tail_check"})
+                    wait = TAIL_CHECK_S
+                await asyncio.sleep(wait)
+        finally:
+            self.tail_task = None
 
     async def send_json(self, content: Any, close: bool = False) -> None:
         self.last_sent = time.monotonic()

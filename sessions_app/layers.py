@@ -1,4 +1,5 @@
-"""The embedded channel layer: Channels' in-memory layer with a group_send that scales.
+"""The channel layers: Channels' in-memory layer with a group_send that scales (embedded), and
+channels_redis' pub/sub layer with a pipelined group_send (scale-out, at the end).
 
 The stock ``InMemoryChannelLayer.group_send`` scans *every* channel queue and group for
 expired messages on every send (O(channels + groups)) and spawns one task per group member
@@ -26,6 +27,9 @@ from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
+from channels_redis.utils import _close_redis, _consistent_hash, _wrap_close, create_pool
+from redis import asyncio as aioredis
 
 CLEAN_INTERVAL_S = 1.0
 
@@ -76,3 +80,93 @@ class NaviInMemoryChannelLayer(InMemoryChannelLayer):
                 self._put(channel, message)  # shared by the members: see the module docstring
             except ChannelFull:
                 pass
+
+
+# -- scale-out --------------------------------------------------------------------------------
+
+
+class _Publisher:
+    """The PUBLISHes of one event loop to one Redis, pipelined.
+
+    channels_redis' pub/sub layer sends each PUBLISH under a per-process lock and waits for its
+    reply before the next: with the server's loop busy, that is about one message per loop turn
+    for the whole process (20 sessions x 50 events/s fell seconds behind). Here messages queue
+    and one task sends everything queued in one pipeline per round trip. One task and one
+    connection keep the order of publication, which is what a session's single writer needs
+    (it awaits each publish before the next); the caller gets the batch's error, if any.
+    """
+
+    def __init__(self, host: dict[str, Any]) -> None:
+        self.host = host
+        self.redis: aioredis.Redis | None = None
+        self.queue: list[tuple[str, bytes, asyncio.Future[None]]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self.queue.append((channel, data, done))
+        if self.task is None:
+            self.task = loop.create_task(self._send_batches())
+        await done
+
+    async def _send_batches(self) -> None:
+        try:
+            while self.queue:
+                batch, self.queue = self.queue, []
+                try:
+                    if self.redis is None:
+                        self.redis = aioredis.Redis(connection_pool=create_pool(self.host))
+                    pipe = self.redis.pipeline(transaction=False)
+                    for channel, data, _ in batch:
+                        pipe.publish(channel, data)
+                    await pipe.execute()
+                except Exception as exc:
+                    for *_, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                else:
+                    for *_, done in batch:
+                        if not done.done():
+                            done.set_result(None)
+        finally:
+            self.task = None
+
+    async def close(self) -> None:
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+        if self.redis is not None:
+            await _close_redis(self.redis)
+            self.redis = None
+
+
+class _PubSubLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.publishers = [_Publisher(shard.host) for shard in self._shards]
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        channel = self._get_group_channel_name(group)
+        publisher = self.publishers[_consistent_hash(channel, len(self.publishers))]
+        await publisher.publish(channel, self.channel_layer.serialize(message))
+
+    async def flush(self) -> None:
+        for publisher in self.publishers:
+            await publisher.close()
+        await super().flush()
+
+
+class NaviRedisPubSubChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
+    """channels_redis' pub/sub layer (scale-out) with a pipelined ``group_send`` (see _Publisher).
+
+    Subscriptions, receive and channel sends are the stock layer's. Like it, this keeps nothing
+    for a subscriber that is not connected at the moment of a PUBLISH; the session consumer fills
+    such gaps from the run's replay log (sessions_app/consumers.py)."""
+
+    def _get_layer(self) -> _PubSubLoopLayer:
+        loop = asyncio.get_running_loop()
+        layer: _PubSubLoopLayer | None = self._layers.get(loop)
+        if layer is None:  # the stock method, with our loop layer
+            layer = self._layers[loop] = _PubSubLoopLayer(*self._args, **self._kwargs, channel_layer=self)
+            _wrap_close(self, loop)
+        return layer

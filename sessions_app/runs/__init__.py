@@ -5,7 +5,8 @@ Public API::
     registry = get_run_registry()
     run = await registry.start_turn(TurnRequest(...))      # raises SessionBusy
     result = await registry.run_turn(TurnRequest(...))     # waits; TurnResult
-    await registry.snapshot(session_id) -> Snapshot(active, events)
+    await registry.snapshot(session_id) -> Snapshot(active, events, last_seq)
+    await registry.tail(session_id, after) -> Snapshot   # logged events with seq > after
     is_busy(session_id) / await ais_busy(session_id)
     request_stop(session_id) / await arequest_stop(session_id) -> bool
     await run_recall_turn(session_id, user_id=, content=, is_recall=True) -> outcome

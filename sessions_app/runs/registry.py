@@ -119,6 +119,10 @@ class RunRegistry:
     async def snapshot(self, session_id: str) -> Snapshot:
         return await self.store.snapshot(str(session_id))
 
+    async def tail(self, session_id: str, after: int) -> Snapshot:
+        """The logged events with seq > ``after`` (what a client missed), and is a run active."""
+        return await self.store.tail(str(session_id), after)
+
     # -- commands ------------------------------------------------------------------------
 
     async def start_turn(self, request: TurnRequest) -> Run:

@@ -13,6 +13,10 @@ nothing behind for long)::
     navi:run:S:seq   last seq given out        7 days (seq is per session, across turns)
     navi:run:S:log   JSON events of the current/last turn (RPUSH)   1 hour after the last event
     navi:run:S:stop  run_id a stop was requested for                60 s
+
+Besides replay on connect, the log is what makes live delivery gap-proof: a consumer that
+sees a seq jump, or expects more of a turn and hears nothing, reads the log's ``tail``
+(the Redis pub/sub channel layer drops messages while a subscriber reconnects).
 """
 from __future__ import annotations
 
@@ -35,10 +39,12 @@ MAX_CONNECTIONS = 64  # per event loop
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What a connecting client needs: is a run active, and the log of the current/last turn."""
+    """What a connecting client needs: is a run active, the log of the current/last turn (or
+    its tail), and the last seq given out in the session (0 when unknown)."""
 
     active: bool
     events: list[dict[str, Any]]
+    last_seq: int = 0
 
 
 class RunStore(Protocol):
@@ -51,6 +57,7 @@ class RunStore(Protocol):
     async def begin_log(self, session_id: str) -> int: ...
     async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None: ...
     async def snapshot(self, session_id: str) -> Snapshot: ...
+    async def tail(self, session_id: str, after: int) -> Snapshot: ...
     async def request_stop(self, session_id: str) -> bool: ...
     def request_stop_sync(self, session_id: str) -> bool: ...
     async def stop_requested(self, session_id: str, run_id: str) -> bool: ...
@@ -131,7 +138,16 @@ class LocalStore:
         state = self._sessions.get(session_id)
         if state is None:
             return Snapshot(active=False, events=[])
-        return Snapshot(active=state.lock is not None, events=list(state.log))
+        return Snapshot(active=state.lock is not None, events=list(state.log), last_seq=state.seq)
+
+    async def tail(self, session_id: str, after: int) -> Snapshot:
+        state = self._sessions.get(session_id)
+        if state is None:
+            return Snapshot(active=False, events=[])
+        log = state.log
+        start = max(0, after - log[0]["seq"] + 1) if log else 0  # seqs in a log are consecutive
+        return Snapshot(active=state.lock is not None, events=[e for e in log[start:] if e["seq"] > after],
+                        last_seq=state.seq)
 
     async def request_stop(self, session_id: str) -> bool:
         return self.request_stop_sync(session_id)
@@ -163,6 +179,20 @@ local run = redis.call('GET', KEYS[1])
 if not run then return 0 end
 redis.call('SET', KEYS[2], run, 'EX', ARGV[1])
 return 1
+"""
+
+
+# The log's events after seq ARGV[1]: a turn's seqs are consecutive, so the first event's seq
+# gives the index to start from (one round trip, whatever the length of the log).
+_TAIL = """
+local out = {redis.call('EXISTS', KEYS[1]), redis.call('GET', KEYS[3]) or '0'}
+local first = redis.call('LINDEX', KEYS[2], 0)
+if first then
+  local start = tonumber(ARGV[1]) - cjson.decode(first)['seq'] + 1
+  if start < 0 then start = 0 end
+  for _, item in ipairs(redis.call('LRANGE', KEYS[2], start, -1)) do out[#out + 1] = item end
+end
+return out
 """
 
 
@@ -235,8 +265,9 @@ class RedisStore:
         return int(seq or 0)
 
     async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
-        # The run holds the session's lock, so it is the only writer: no INCR race.
-        pipe = self._client().pipeline(transaction=False)
+        # The run holds the session's lock, so it is the only writer: no INCR race. MULTI keeps the
+        # counter and the log in step for readers (a reader never sees seq N before event N).
+        pipe = self._client().pipeline(transaction=True)
         pipe.set(_key(session_id, "seq"), seq, ex=SEQ_TTL_S)
         pipe.rpush(_key(session_id, "log"), json.dumps(event, separators=(",", ":")))
         pipe.expire(_key(session_id, "log"), LOG_TTL_S)
@@ -246,8 +277,15 @@ class RedisStore:
         pipe = self._client().pipeline(transaction=True)
         pipe.exists(_key(session_id, "lock"))
         pipe.lrange(_key(session_id, "log"), 0, -1)
-        active, raw = await pipe.execute()
-        return Snapshot(active=bool(active), events=[json.loads(item) for item in raw])
+        pipe.get(_key(session_id, "seq"))
+        active, raw, seq = await pipe.execute()
+        return Snapshot(active=bool(active), events=[json.loads(item) for item in raw], last_seq=int(seq or 0))
+
+    async def tail(self, session_id: str, after: int) -> Snapshot:
+        keys = (_key(session_id, "lock"), _key(session_id, "log"), _key(session_id, "seq"))
+        active, seq, *raw = await self._client().eval(_TAIL, 3, *keys, after)
+        events = [e for e in map(json.loads, raw) if e["seq"] > after]
+        return Snapshot(active=bool(active), events=events, last_seq=int(seq))
 
     async def request_stop(self, session_id: str) -> bool:
         keys = (_key(session_id, "lock"), _key(session_id, "stop"))

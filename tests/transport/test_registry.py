@@ -148,6 +148,81 @@ async def test_after_n_gets_exactly_the_events_after_n(registry: RunRegistry) ->
     await caught_up.disconnect()
 
 
+def _lose(monkeypatch: pytest.MonkeyPatch, lost: Any) -> list[dict[str, Any]]:
+    """Make the channel layer lose the events for which ``lost(n, event)`` is true (n counts the
+    events published from 0); the run's log still gets them. Returns the lost events."""
+    real = bus._send
+    published: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+
+    async def lossy(layer: Any, session_id: Any, event: dict[str, Any]) -> None:
+        published.append(event)
+        if lost(len(published) - 1, event):
+            dropped.append(event)
+            return
+        await real(layer, session_id, event)
+
+    monkeypatch.setattr(bus, "_send", lossy)
+    return dropped
+
+
+async def test_events_lost_by_the_layer_are_sent_from_the_log_in_order(registry: RunRegistry,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    sid, token, uid = await make_session()
+    registry.turn = scripted(*simple_answer())
+    comm = await connect(sid, token)
+    assert await comm.receive_json_from() == {"type": "session_sync"}
+    dropped = _lose(monkeypatch, lambda n, e: n in (2, 3, 9))  # two thinking deltas in a row, a text delta
+    await registry.run_turn(_req(sid, uid))
+    events = await receive_until(comm, "session_sync")
+    assert [e["type"] for e in dropped] == ["thinking_delta", "thinking_delta", "stream_delta"]
+    assert events == (await registry.snapshot(sid)).events  # every event once, in order
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(events)))
+    assert await drain(comm) == []  # and nothing twice afterwards
+    await comm.disconnect()
+
+
+async def test_a_turn_whose_last_events_were_lost_still_ends(registry: RunRegistry,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sessions_app.consumers.TAIL_CHECK_S", 0.2)
+    sid, token, uid = await make_session()
+    registry.turn = scripted(*simple_answer())
+    comm = await connect(sid, token)
+    await comm.receive_json_from()
+    dropped = _lose(monkeypatch, lambda n, e: e["type"] in ("stream_end", "session_sync"))
+    await registry.run_turn(_req(sid, uid))
+    events = await receive_until(comm, "session_sync", timeout=3)  # from the log: no live event follows
+    assert types(dropped) == ["stream_end", "session_sync"]
+    assert events == (await registry.snapshot(sid)).events
+    assert await drain(comm, quiet=0.5) == []  # the turn is over: no more checks, no second session_sync
+    await comm.disconnect()
+
+
+async def test_a_run_that_ended_without_session_sync_ends_with_one(registry: RunRegistry,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's session_sync reached neither the log nor the layer (its process died): once the
+    run is no longer active, the client gets a session_sync anyway and reloads from REST."""
+    monkeypatch.setattr("sessions_app.consumers.TAIL_CHECK_S", 0.2)
+    sid, token, uid = await make_session()
+    registry.turn = scripted(*simple_answer())
+    comm = await connect(sid, token)
+    await comm.receive_json_from()
+    _lose(monkeypatch, lambda n, e: e["type"] == "session_sync")
+    real_append = registry.store.append
+
+    async def append(session_id: str, seq: int, event: dict[str, Any]) -> None:
+        if event["type"] != "session_sync":
+            await real_append(session_id, seq, event)
+
+    monkeypatch.setattr(registry.store, "append", append)
+    await registry.run_turn(_req(sid, uid))
+    events = await receive_until(comm, "session_sync", timeout=3)
+    assert types(events)[-2:] == ["stream_end", "session_sync"] and "seq" not in events[-1]
+    assert await drain(comm, quiet=0.5) == []
+    await comm.disconnect()
+
+
 async def test_busy_session_refuses_a_second_turn(registry: RunRegistry) -> None:
     from sessions_app.models import Message
 
