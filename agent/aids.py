@@ -237,8 +237,10 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if found.malformed or (found.unknown_tool and not state.told_unknown):
         note = repair_note(found.malformed, found.unknown_tool, names, state.repaired, known)
         if found.unknown_tool and state.small:
-            # The profile prompt's call templates of the offered tools: a small model copies them.
-            note = "\n".join([note, *call_templates(turn.profile.system_prompt, names)])
+            # A small model copies the last thing it read: end with the request and the templates
+            # of the offered tools (it once saved this very note as the user's note).
+            note = "\n".join([note, f"The user's request: {turn.goal}",
+                              *call_templates(turn.profile.system_prompt, names)])
         state.repaired = state.repaired or bool(found.malformed)
         state.told_unknown = state.told_unknown or bool(found.unknown_tool)
         state.force_answer = state.force_answer or note.startswith("The tool call failed again")
@@ -254,7 +256,16 @@ def fallback_answer(this_turn: list[ChatMessage], greeting: bool) -> str:
     last = next((m for m in reversed(this_turn) if m.role == "tool" and m.content
                  and not m.content.startswith(("Error:", "Not run:"))), None)
     if last is not None:
-        return f"Here is the result I got:\n\n{(last.content or '')[:2000]}"
+        return f"Here is the result I got:\n\n{_unwrapped(last.content or '')[:2000]}"
     if greeting:
         return "Hello! How can I help you today?"
     return "I could not produce an answer this time. Please rephrase or try again."
+
+
+_UNTRUSTED = re.compile(r"\A<untrusted(?:_data)?\b[^>]*>\n[^\n]*\n(.*)\n</untrusted(?:_data)?>\Z", re.DOTALL)
+
+
+def _unwrapped(result: str) -> str:
+    """A tool result without the untrusted-data envelope meant for the model."""
+    match = _UNTRUSTED.match(result.strip())
+    return match.group(1) if match else result

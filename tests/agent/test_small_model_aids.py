@@ -267,3 +267,27 @@ async def test_a_known_text_caller_gets_compact_schemas(agent_env) -> None:
     assert "description" in full["parameters"]["properties"]["action"]
     assert compact["parameters"]["properties"]["action"] == {"type": "string", "enum": ["set", "update", "read"]}
     assert compact["parameters"]["required"] == ["action"]
+
+
+async def test_the_fallback_answer_shows_a_file_without_the_untrusted_envelope(agent_env) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "project.txt").write_text("The codename is HERON-410.\n")
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))  # ordered to answer: a call
+    events = await agent_env.run("Read the file project.txt and tell me the codename.")
+    result = next(e for e in events if e["type"] == "tool_call")["result"]
+    assert result.startswith("<untrusted")  # what the model read ...
+    answer = events[-1]["content"]
+    assert "HERON-410" in answer and "<untrusted" not in answer and "</untrusted" not in answer  # ... not the user
+
+
+async def test_the_unknown_tool_note_of_a_small_model_ends_with_the_request(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    agent_env.fake.script(text=json.dumps({"name": "plumber", "arguments": {}}))
+    agent_env.fake.script(text="ok")
+    await agent_env.run("show my todo list: call the plumber")
+    told = agent_env.requests()[-1]["messages"][-1]["content"]
+    assert "The user's request: show my todo list: call the plumber" in told
