@@ -178,15 +178,16 @@ def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
     return []
 
 
-def compact_schemas(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tool schemas cut to the first sentence of each description, without parameter
-    descriptions: the 0.5B model copied description text into its arguments (a memory_save
-    whose value was the tool's own description)."""
+def compact_schemas(schemas: list[dict[str, Any]], prompt: str = "") -> list[dict[str, Any]]:
+    """Tool schemas without parameter descriptions, each description cut to its first sentence,
+    or left out when ``prompt`` shows a call template of the tool: the 0.5B model copied
+    description text into its arguments (a memory_save whose value was the tool's description)."""
     out = []
     for schema in schemas:
         function = dict(schema.get("function") or {})
         description = str(function.get("description") or "")
-        function["description"] = re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0]
+        templated = bool(call_templates(prompt, [str(function.get("name") or "")]))
+        function["description"] = "" if templated else re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0]
         params = dict(function.get("parameters") or {})
         params["properties"] = {name: {k: v for k, v in prop.items() if k != "description"}
                                 for name, prop in (params.get("properties") or {}).items()}

@@ -254,7 +254,7 @@ class Agent:
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             schemas = registry.schemas(offered)
             if state.shortlisted:
-                schemas = compact_schemas(schemas)
+                schemas = compact_schemas(schemas, turn.profile.system_prompt)
             call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
                                 holdback=state.on("text_calls"))
             async for ev in call.events():

@@ -291,3 +291,16 @@ async def test_the_unknown_tool_note_of_a_small_model_ends_with_the_request(agen
     await agent_env.run("show my todo list: call the plumber")
     told = agent_env.requests()[-1]["messages"][-1]["content"]
     assert "The user's request: show my todo list: call the plumber" in told
+
+
+async def test_a_tool_with_a_call_template_in_the_prompt_gets_no_description(agent_env) -> None:
+    # Seen with Qwen 0.5B: memory_save's value was the first sentence of its description.
+    template = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file>"}}'
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{template}")
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+    agent_env.fake.script(text="ok")
+    await agent_env.run("read the file plan.md and my todo list")
+    described = {t["function"]["name"]: t["function"]["description"] for t in agent_env.requests()[-1]["tools"]}
+    assert described["filesystem"] == "" and described["todo"].endswith(".") and described["todo"]
