@@ -167,13 +167,18 @@ AFTER_TOOLS = ("The tool results above are available. If they answer the user's 
                "call another tool only if it is really needed.")
 
 
-def nudges(turn: Turn, state: LoopState, allow: bool) -> list[ChatMessage]:
+def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]] | None = None) -> list[ChatMessage]:
     """Short steering messages for small local models (aids only; never stored)."""
     if not state.aids or not turn.history:
         return []
     if state.force_answer:
         return [ChatMessage(role="system", content=ANSWER_NOW)]
     if allow and turn.history[-1].role == "tool" and state.on("nudges"):
+        step = next((s for s in todo or [] if s.get("status") not in ("done", "failed")), None)
+        if step is not None and state.small and state.on("todo_progress"):
+            # Qwen 0.5B set its todo list, then set the same list again instead of starting.
+            return [ChatMessage(role="system", content=f"Next step of your todo list: {step['title']}. "
+                                                       "Do it now with one tool call.")]
         return [ChatMessage(role="system", content=AFTER_TOOLS)]
     return []
 

@@ -250,7 +250,9 @@ class Agent:
             context = self._context(turn)
             if state.shortlisted:
                 context = trim_templates(context, offered, names)
-            messages = context + mech.injections(iteration, _read_todo(turn.session_id)) + nudges(turn, state, allow)
+            todo = _read_todo(turn.session_id)
+            messages = (context + mech.injections(iteration, todo)
+                        + nudges(turn, state, allow, [] if turn.subagent else todo))
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             schemas = registry.schemas(offered)
             if state.shortlisted:
