@@ -173,8 +173,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # Join before accepting, so no event published after the handshake is missed.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        self.heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
         await self.on_joined()
+        # After the replay or session_sync: a slow log read must not put a heartbeat first.
+        self.heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
 
     async def on_joined(self) -> None:
         """Replay the running turn (events with seq > ?after), or session_sync when idle."""

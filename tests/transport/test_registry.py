@@ -323,7 +323,7 @@ async def test_recall_from_a_worker_thread_runs_on_the_server_loop(registry: Run
 
     registry.turn = turn
     comm = await connect(sid, token)
-    await drain(comm)
+    assert (await comm.receive_json_from(timeout=10))["type"] == "session_sync"  # the idle greeting
     bus.register_server_loop(asyncio.get_running_loop())
     try:
         outcome: list[str] = []
