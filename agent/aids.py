@@ -201,11 +201,16 @@ def compact_schemas(schemas: list[dict[str, Any]], prompt: str = "") -> list[dic
     return out
 
 
+def _calls_of(names: list[str]) -> re.Pattern[str]:
+    """Matches a written call (``"name": "<tool>"``) of one of ``names``."""
+    return re.compile(r'"name":\s*"(' + "|".join(map(re.escape, names)) + r')"')
+
+
 def call_templates(prompt: str, names: list[str]) -> list[str]:
     """The lines of ``prompt`` that show a call of one of ``names``."""
     if not names:
         return []
-    pattern = re.compile(r'"name":\s*"(' + "|".join(map(re.escape, names)) + r')"')
+    pattern = _calls_of(names)
     return [line.strip() for line in (prompt or "").split("\n") if pattern.search(line)]
 
 
@@ -215,7 +220,7 @@ def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[
     hidden = [n for n in names if n not in offered]
     if not hidden or not messages or messages[0].role != "system" or not messages[0].content:
         return messages
-    pattern = re.compile(r'"name":\s*"(' + "|".join(map(re.escape, hidden)) + r')"')
+    pattern = _calls_of(hidden)
     kept = [line for line in messages[0].content.split("\n") if not pattern.search(line)]
     return [replace(messages[0], content="\n".join(kept)), *messages[1:]]
 
