@@ -23,10 +23,17 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
   the schemas are compact (first sentence of the description, no parameter descriptions);
 - [answer_after_success] once every call of a step succeeded and no todo step is open, the
   model must answer (calls it still writes are neither run nor shown);
-- [todo_progress] a successful call (other than ``todo``) marks the first open todo step done.
+- [todo_progress] a successful call (other than ``todo``) marks the first open todo step done;
+- [template_args] a call that fills one of the prompt's call templates (same literal values, every
+  argument the template shows) runs with the template's arguments only: the 0.5B model added
+  arguments of its own (``interval_seconds`` to a one-off reminder, ``profile_id: "user"`` to a
+  subagent) that made a good call fail;
+- [request_in_recall] a reminder's self-instruction that lacks a file path or address of the user's
+  request gets the request appended: the model wrote "check the log" for "check /tmp/build.log".
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -201,6 +208,12 @@ def compact_schemas(schemas: list[dict[str, Any]], prompt: str = "") -> list[dic
     return out
 
 
+def prompt_of(turn: Turn) -> str:
+    """The profile prompt this turn's model reads (a subagent's own, when its profile has one)."""
+    profile = turn.profile
+    return (profile.subagent_system_prompt or profile.system_prompt) if turn.subagent else profile.system_prompt
+
+
 def _calls_of(names: list[str]) -> re.Pattern[str]:
     """Matches a written call (``"name": "<tool>"``) of one of ``names``."""
     return re.compile(r'"name":\s*"(' + "|".join(map(re.escape, names)) + r')"')
@@ -212,6 +225,59 @@ def call_templates(prompt: str, names: list[str]) -> list[str]:
         return []
     pattern = _calls_of(names)
     return [line.strip() for line in (prompt or "").split("\n") if pattern.search(line)]
+
+
+def _template_calls(prompt: str, tool: str) -> list[dict[str, Any]]:
+    """The argument objects of the prompt's call templates of ``tool``."""
+    out = []
+    for line in call_templates(prompt, [tool]):
+        start = line.find("{")
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(line[start:])
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("name") == tool and isinstance(obj.get("arguments"), dict):
+            out.append(obj["arguments"])
+    return out
+
+
+def _placeholder(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_placeholder(v) for v in value)
+    return isinstance(value, str) and bool(re.search(r"<[^<>]+>", value))  # "<file name>", "<N>m"
+
+
+def fit_template(call: ToolCallRequest, prompt: str) -> ToolCallRequest:
+    """``call`` without the arguments no template shows, when it fills one of ``prompt``'s call
+    templates of its tool: every argument the template shows is given, and the template's literal
+    values (``"action": "read"``) are the call's. Any other call is returned as it is."""
+    if call.arguments_error or not isinstance(call.arguments, dict):
+        return call
+    for template in _template_calls(prompt, call.name):
+        fills = all(key in call.arguments and (_placeholder(value) or call.arguments[key] == value)
+                    for key, value in template.items())
+        extra = set(call.arguments) - set(template)
+        if fills and extra:
+            return replace(call, arguments={k: v for k, v in call.arguments.items() if k in template})
+        if fills:
+            return call
+    return call
+
+
+_ADDRESS = re.compile(r"(?:https?://|~?/)[\w./~%?=&:+-]*\w|\b[\w-]+\.(?:log|txt|md|json|ya?ml|csv|conf|cfg|ini|py|sh|toml)\b")
+
+
+def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallRequest:
+    """A schedule_recall whose instruction lacks a path or address of the user's ``request`` gets the
+    request appended: the future turn must know what to check."""
+    if call.name != "schedule_recall" or not isinstance(call.arguments, dict):
+        return call
+    instruction = str(call.arguments.get("additional_context_message") or "")
+    missing = [a for a in _ADDRESS.findall(request or "") if a not in instruction]
+    if not instruction or not missing:
+        return call
+    arguments = {**call.arguments, "additional_context_message": f"{instruction} (The user asked: {request.strip()})"}
+    return replace(call, arguments=arguments)
 
 
 def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[str]) -> list[ChatMessage]:
@@ -242,7 +308,12 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if found.calls:
         # Small models append junk calls to the one they meant (a stray todo, a memory_search):
         # only the first call written as text runs.
-        return Decision(calls=found.calls[:1], content=found.remaining_text, from_text=True)
+        first = found.calls[0]
+        if state.on("template_args"):
+            first = fit_template(first, prompt_of(turn))
+        if state.on("request_in_recall"):
+            first = request_in_instruction(first, turn.goal)
+        return Decision(calls=[first], content=found.remaining_text, from_text=True)
     if not state.on("repair"):
         return Decision(calls=[], content=call.text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):
@@ -251,7 +322,7 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
             # A small model copies the last thing it read: end with the request and the templates
             # of the offered tools (it once saved this very note as the user's note).
             note = "\n".join([note, f"The user's request: {turn.goal}",
-                              *call_templates(turn.profile.system_prompt, names)])
+                              *call_templates(prompt_of(turn), names)])
         state.repaired = state.repaired or bool(found.malformed)
         state.told_unknown = state.told_unknown or bool(found.unknown_tool)
         state.force_answer = state.force_answer or note.startswith("The tool call failed again")

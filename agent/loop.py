@@ -24,6 +24,7 @@ from agent.aids import (
     interpret,
     nudges,
     observe,
+    prompt_of,
     trim_templates,
     writes_text_calls,
 )
@@ -256,7 +257,7 @@ class Agent:
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             schemas = registry.schemas(offered)
             if state.shortlisted:
-                schemas = compact_schemas(schemas, turn.profile.system_prompt)
+                schemas = compact_schemas(schemas, prompt_of(turn))
             call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
                                 holdback=state.on("text_calls"))
             async for ev in call.events():

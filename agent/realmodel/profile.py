@@ -40,8 +40,14 @@ usually done: do not call any tool again, answer the user in words, copying numb
 names, dates and times exactly from the result."""
 
 
+# The subagent reads its own prompt, not the one above: without templates the 0.5B model, as a
+# subagent, answered from nothing ("the magic number is 42") instead of reading the file.
 SUBAGENT_PROMPT = """\
-You are a helper. Do the task you were given, then answer with the result only, in one or two sentences."""
+You are a helper. Do the task you were given with ONE tool call in this form:
+- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}
+- the current time or date: {"name": "get_current_datetime", "arguments": {}}
+When the tool result arrives, answer with the result only, in one or two sentences, copying
+numbers, names and dates exactly from the result."""
 
 
 def profile_defaults(*, alias: str, aids: bool = True) -> dict[str, Any]:

@@ -307,3 +307,95 @@ async def test_a_tool_with_a_call_template_in_the_prompt_gets_no_description(age
     await agent_env.run("read the file plan.md and my todo list")
     described = {t["function"]["name"]: t["function"]["description"] for t in agent_env.requests()[-1]["tools"]}
     assert described["filesystem"] == "" and described["todo"].endswith(".") and described["todo"]
+
+
+RECALL_TEMPLATE = ('- "remind me in N minutes to ...": {"name": "schedule_recall", "arguments": {"call_type": "once", '
+                   '"when": "<N>m", "additional_context_message": "<what to do, with the file names>"}}')
+
+
+async def _pending_recall(session_id: str):
+    from asgiref.sync import sync_to_async
+
+    from recall_app.models import Recall
+
+    return await sync_to_async(lambda: Recall.objects.filter(session_id=session_id).first())()
+
+
+async def test_a_call_filling_a_template_runs_without_arguments_the_template_does_not_show(agent_env) -> None:
+    # Qwen 0.5B added an interval to a one-off reminder; the recall service refuses that combination.
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{RECALL_TEMPLATE}", enabled_tools=["schedule_recall"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2m", interval_seconds=120,
+                                       additional_context_message="Check /tmp/build.log"))
+    agent_env.fake.script(text="I will remind you.")
+    events = await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    (call,) = [e for e in events if e["type"] == "tool_call"]
+    assert call["success"] and "interval_seconds" not in call["args"]
+    recall = await _pending_recall(agent_env.session_id)
+    assert recall is not None and recall.additional_context_message == "Check /tmp/build.log"
+
+
+async def test_template_args_off_runs_the_call_as_written(agent_env) -> None:
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{RECALL_TEMPLATE}", enabled_tools=["schedule_recall"],
+                                local_model_aids_off=["template_args"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2m", interval_seconds=120,
+                                       additional_context_message="Check /tmp/build.log"))
+    agent_env.fake.script(text="Sorry.")
+    events = await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    (call,) = [e for e in events if e["type"] == "tool_call"]
+    assert not call["success"] and call["args"]["interval_seconds"] == 120
+    assert await _pending_recall(agent_env.session_id) is None
+
+
+def test_a_call_with_other_literal_values_than_the_template_keeps_its_arguments() -> None:
+    from agent.aids import fit_template
+    from agent.llm.base import ToolCallRequest
+
+    prompt = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}'
+    write = ToolCallRequest(id="1", name="filesystem", arguments={"action": "write", "path": "a", "content": "x"})
+    assert fit_template(write, prompt) is write  # not the read template: "content" is the write's own
+    read = ToolCallRequest(id="2", name="filesystem", arguments={"action": "read", "path": "a", "lines": 3})
+    assert fit_template(read, prompt).arguments == {"action": "read", "path": "a"}
+    partial = ToolCallRequest(id="3", name="filesystem", arguments={"action": "read", "offset": 3})
+    assert fit_template(partial, prompt) is partial  # does not fill the template: left to the tool's own check
+
+
+async def test_a_reminder_without_the_file_the_user_named_gets_the_request(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2m",
+                                       additional_context_message="Check the build log"))
+    agent_env.fake.script(text="I will remind you.")
+    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    recall = await _pending_recall(agent_env.session_id)
+    assert recall.additional_context_message == (
+        "Check the build log (The user asked: Remind me in 2 minutes to check /tmp/build.log)")
+
+
+async def test_request_in_recall_off_keeps_the_models_instruction(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=["request_in_recall"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2m",
+                                       additional_context_message="Check the build log"))
+    agent_env.fake.script(text="I will remind you.")
+    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    assert (await _pending_recall(agent_env.session_id)).additional_context_message == "Check the build log"
+
+
+async def test_a_subagent_is_helped_by_the_templates_of_its_own_prompt(agent_env) -> None:
+    template = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}'
+    await agent_env.set_profile(subagent_system_prompt=f"You are a helper.\n{template}")
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.txt").write_text("The magic number is 4242.\n")
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")  # now known as a text caller
+    agent_env.fake.script(text=as_text("spawn_agent", task="read facts.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt", encoding="utf-8"))
+    agent_env.fake.script(text="The magic number is 4242.")
+    agent_env.fake.script(text="The magic number is 4242.")
+    events = await agent_env.run("Use a subagent (spawn_agent) to read the file facts.txt")
+    spawn = next(e for e in events if e["type"] == "tool_call" and not e["is_subagent"])
+    assert spawn["success"]
+    sub = agent_env.requests()[-3]
+    assert "You are a helper." in sub["messages"][0]["content"]
+    assert [t["function"]["description"] for t in sub["tools"]] == [""]  # its template stands for it
+    assert "4242" in events[-1]["content"]
