@@ -28,8 +28,13 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
   argument the template shows) runs with the template's arguments only: the 0.5B model added
   arguments of its own (``interval_seconds`` to a one-off reminder, ``profile_id: "user"`` to a
   subagent) that made a good call fail;
-- [request_in_recall] a reminder's self-instruction that lacks a file path or address of the user's
-  request gets the request appended: the model wrote "check the log" for "check /tmp/build.log".
+- [keep_request] a reminder's self-instruction or a subagent's task that lacks a file path or
+  address of the user's request gets the request appended: the model wrote "check the log" for
+  "check /tmp/build.log", and gave a subagent the task "read_file_facts.txt";
+- [todo_progress] also: while the todo list of this turn has open steps, setting it again is not
+  run, and the nudge names the next step with the call template of the tool it points at;
+- [nudges] also: a text caller offered no tool for its request is told to answer in words (the
+  0.5B model refused a story: "I can't assist with that").
 """
 from __future__ import annotations
 
@@ -130,6 +135,7 @@ class LoopState:
     told_unknown: bool = False
     repeats: int = 0
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
+    todo_set: bool = False  # this turn set the todo list (a text caller must not set it again)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -144,6 +150,21 @@ class LoopState:
             return []
         # Decided once a turn: the same tools in every request keep a local server's prompt cache.
         return shortlist(request, names) if self.shortlisted else names
+
+    def ran(self, call: ToolCallRequest, success: bool) -> None:
+        if success and call.name == "todo" and call.arguments.get("action") == "set":
+            self.todo_set = True
+
+    def refuse(self, call: ToolCallRequest, todo: list[dict[str, Any]], turn: Turn, offered: list[str]) -> str | None:
+        """Why a text caller's call is not run (the todo list it set this turn, set again), or None.
+        Qwen 0.5B set its two-step list, then set it again with one step, losing the second."""
+        if not (self.small and self.on("todo_progress") and self.todo_set and call.name == "todo"
+                and call.arguments.get("action") == "set"):
+            return None
+        step = next_step(todo)
+        if step is None:
+            return None
+        return ("Not run: your todo list is already set. " + step_instruction(step, turn, offered))
 
     def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
                    advance: Callable[[str], None]) -> None:
@@ -174,18 +195,38 @@ AFTER_TOOLS = ("The tool results above are available. If they answer the user's 
                "call another tool only if it is really needed.")
 
 
-def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]] | None = None) -> list[ChatMessage]:
+IN_WORDS = "No tool is needed for this request. Answer the user directly in words."
+
+
+def next_step(todo: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    return next((s for s in todo or [] if s.get("status") not in ("done", "failed")), None)
+
+
+def step_instruction(step: dict[str, Any], turn: Turn, offered: list[str]) -> str:
+    """"Next step …: do it now", with the call template of the tool the step points at, if any."""
+    text = f"Next step of your todo list: {step.get('title', '')}. Do it now with one tool call."
+    tools = shortlist(str(step.get("title", "")), [n for n in offered if n != "todo"])
+    templates = call_templates(prompt_of(turn), tools[:1])
+    if templates:
+        text += " " + templates[0][templates[0].find("{"):]
+    return text
+
+
+def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]] | None = None,
+           offered: list[str] | None = None) -> list[ChatMessage]:
     """Short steering messages for small local models (aids only; never stored)."""
     if not state.aids or not turn.history:
         return []
     if state.force_answer:
         return [ChatMessage(role="system", content=ANSWER_NOW)]
+    if not allow and state.shortlisted and not state.greeting and state.on("nudges"):
+        # Shortlisted to nothing: the prompt still says "otherwise write a tool call".
+        return [ChatMessage(role="system", content=IN_WORDS)]
     if allow and turn.history[-1].role == "tool" and state.on("nudges"):
-        step = next((s for s in todo or [] if s.get("status") not in ("done", "failed")), None)
+        step = next_step(todo)
         if step is not None and state.small and state.on("todo_progress"):
             # Qwen 0.5B set its todo list, then set the same list again instead of starting.
-            return [ChatMessage(role="system", content=f"Next step of your todo list: {step['title']}. "
-                                                       "Do it now with one tool call.")]
+            return [ChatMessage(role="system", content=step_instruction(step, turn, offered or []))]
         return [ChatMessage(role="system", content=AFTER_TOOLS)]
     return []
 
@@ -267,17 +308,22 @@ def fit_template(call: ToolCallRequest, prompt: str) -> ToolCallRequest:
 _ADDRESS = re.compile(r"(?:https?://|~?/)[\w./~%?=&:+-]*\w|\b[\w-]+\.(?:log|txt|md|json|ya?ml|csv|conf|cfg|ini|py|sh|toml)\b")
 
 
+# What a future turn or a subagent must be told for each tool: the argument holding its instruction.
+_INSTRUCTION_ARGS = {"schedule_recall": "additional_context_message", "spawn_agent": "task"}
+
+
 def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallRequest:
-    """A schedule_recall whose instruction lacks a path or address of the user's ``request`` gets the
-    request appended: the future turn must know what to check."""
-    if call.name != "schedule_recall" or not isinstance(call.arguments, dict):
+    """A reminder or subagent call whose instruction lacks a path or address of the user's
+    ``request`` gets the request appended: the future turn or the subagent must know what to use."""
+    key = _INSTRUCTION_ARGS.get(call.name)
+    if key is None or not isinstance(call.arguments, dict):
         return call
-    instruction = str(call.arguments.get("additional_context_message") or "")
-    missing = [a for a in _ADDRESS.findall(request or "") if a not in instruction]
+    instruction = str(call.arguments.get(key) or "")
+    missing = [a for a in _ADDRESS.findall(request or "")
+               if not re.search(rf"(?<![\w./-]){re.escape(a)}(?![\w/-])", instruction)]
     if not instruction or not missing:
         return call
-    arguments = {**call.arguments, "additional_context_message": f"{instruction} (The user asked: {request.strip()})"}
-    return replace(call, arguments=arguments)
+    return replace(call, arguments={**call.arguments, key: f"{instruction} (The user asked: {request.strip()})"})
 
 
 def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[str]) -> list[ChatMessage]:
@@ -311,7 +357,7 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         first = found.calls[0]
         if state.on("template_args"):
             first = fit_template(first, prompt_of(turn))
-        if state.on("request_in_recall"):
+        if state.on("keep_request"):
             first = request_in_instruction(first, turn.goal)
         return Decision(calls=[first], content=found.remaining_text, from_text=True)
     if not state.on("repair"):

@@ -61,6 +61,10 @@ class AgentError(Exception):
     """A turn ended with an error event (run() raises it with the event's message)."""
 
 
+REPEATED = ("Not run: you already called {tool} with exactly these arguments in the previous step. "
+            "Its result is above — use it to answer the user instead of calling the tool again.")
+
+
 def _max_context() -> int:
     return int(settings.OLLAMA_NUM_CTX)
 
@@ -253,7 +257,7 @@ class Agent:
                 context = trim_templates(context, offered, names)
             todo = _read_todo(turn.session_id)
             messages = (context + mech.injections(iteration, todo)
-                        + nudges(turn, state, allow, [] if turn.subagent else todo))
+                        + nudges(turn, state, allow, [] if turn.subagent else todo, offered))
             # With the aids on, text that may be a call written as JSON is held back until it is clear.
             schemas = registry.schemas(offered)
             if state.shortlisted:
@@ -294,9 +298,12 @@ class Agent:
                     continue
                 blocked = state.on("repeat_guard") and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
-                async for ev in self._run_tool(turn, registry, tc, set(names), blocked=blocked):
+                refusal = (REPEATED.format(tool=tc.name) if blocked
+                           else None if turn.subagent else state.refuse(tc, todo, turn, offered))
+                async for ev in self._run_tool(turn, registry, tc, set(names), refusal=refusal):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:
                         results.append((tc.name, ev.success))
+                        state.ran(tc, ev.success)
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
@@ -350,12 +357,10 @@ class Agent:
         )
 
     async def _run_tool(self, turn: Turn, registry: Any, tc: ToolCallRequest, allowed: set[str],
-                        *, blocked: bool) -> AsyncIterator[AgentEvent]:
+                        *, refusal: str | None) -> AsyncIterator[AgentEvent]:
         yield ToolStarted(tool=tc.name, args=tc.arguments)
-        if blocked:
-            outcome = ToolOutcome(success=False, metadata={}, text=(
-                f"Not run: you already called {tc.name} with exactly these arguments in the previous step. "
-                "Its result is above — use it to answer the user instead of calling the tool again."))
+        if refusal is not None:
+            outcome = ToolOutcome(success=False, metadata={}, text=refusal)
         elif tc.arguments_error:
             outcome = ToolOutcome(success=False, metadata={}, text=(
                 f"Error: the arguments for {tc.name} were not valid: {tc.arguments_error}. "

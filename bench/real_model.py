@@ -73,11 +73,12 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
                     try:
                         outcome = await TASKS[task](env)
                         ok, core, detail, seconds = outcome.ok, outcome.core_ok, outcome.detail, outcome.seconds
+                        events = [t.events for t in outcome.turns]
                     except Exception as exc:  # a harness failure counts as a failed run, and is shown
                         ok, core, detail = False, False, f"harness error {type(exc).__name__}: {exc}"
-                        seconds = time.monotonic() - began
+                        seconds, events = time.monotonic() - began, []
                     results.append({"task": task, "aids": mode, "run": run + 1, "ok": ok, "core_ok": core,
-                                    "seconds": seconds, "detail": detail})
+                                    "seconds": seconds, "detail": detail, "events": events})
                     if args.json:
                         await asyncio.to_thread(Path(args.json).write_text, json.dumps(results, indent=2))
                     print(f"[{task:15s} aids {mode:3s} #{run + 1}] {'PASS' if ok else 'FAIL'} {seconds:6.1f}s  {detail}",

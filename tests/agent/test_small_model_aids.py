@@ -370,8 +370,8 @@ async def test_a_reminder_without_the_file_the_user_named_gets_the_request(agent
         "Check the build log (The user asked: Remind me in 2 minutes to check /tmp/build.log)")
 
 
-async def test_request_in_recall_off_keeps_the_models_instruction(agent_env) -> None:
-    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=["request_in_recall"])
+async def test_keep_request_off_keeps_the_models_instruction(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=["keep_request"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2m",
                                        additional_context_message="Check the build log"))
     agent_env.fake.script(text="I will remind you.")
@@ -399,3 +399,79 @@ async def test_a_subagent_is_helped_by_the_templates_of_its_own_prompt(agent_env
     assert "You are a helper." in sub["messages"][0]["content"]
     assert [t["function"]["description"] for t in sub["tools"]] == [""]  # its template stands for it
     assert "4242" in events[-1]["content"]
+
+
+READ_TEMPLATE = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}'
+
+
+async def _known_text_caller(agent_env) -> None:
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what's on my todo list?")
+
+
+async def test_a_text_caller_offered_no_tool_is_told_to_answer_in_words(agent_env) -> None:
+    # Qwen 0.5B, shortlisted to nothing for "write a story", answered "I can't assist with that".
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text="Once upon a time…")
+    await agent_env.run("Write a short story about a dragon.")
+    last = agent_env.requests()[-1]["messages"][-1]
+    assert last == {"role": "system", "content": "No tool is needed for this request. Answer the user directly in words."}
+
+
+async def test_nudges_off_leaves_a_request_without_tools_alone(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["nudges"])
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text="Once upon a time…")
+    await agent_env.run("Write a short story about a dragon.")
+    assert agent_env.requests()[-1]["messages"][-1]["role"] == "user"
+
+
+async def test_a_text_caller_may_not_set_its_todo_list_again_and_is_shown_the_next_call(agent_env) -> None:
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{READ_TEMPLATE}")
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.txt").write_text("alpha 17\n")
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read the file a.txt", "answer"]))
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read the file a.txt"]))  # as Qwen 0.5B did
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="a.txt"))
+    agent_env.fake.script(text="alpha is 17.")
+    events = await agent_env.run("make a todo list, then read the file a.txt")
+    calls = [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"]
+    assert calls == [("todo", True), ("todo", False), ("filesystem", True)]
+    refused = [e for e in events if e["type"] == "tool_call"][1]["result"]
+    template = READ_TEMPLATE[READ_TEMPLATE.find("{"):]
+    assert refused == ("Not run: your todo list is already set. Next step of your todo list: read the file a.txt. "
+                       f"Do it now with one tool call. {template}")
+    nudge = agent_env.requests()[-3]["messages"][-1]["content"]  # after the todo list was set
+    assert nudge.endswith(template)
+    steps = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
+    assert [s["title"] for s in steps] == ["read the file a.txt", "answer"]
+    assert events[-1]["content"] == "alpha is 17."
+
+
+async def test_todo_progress_off_lets_a_text_caller_set_its_list_again(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["todo_progress"])
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["one", "two"]))
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["one"]))
+    agent_env.fake.script(text="Set.")
+    events = await agent_env.run("make a todo list with two steps")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", True), ("todo", True)]
+
+
+async def test_a_subagent_task_without_the_file_the_user_named_gets_the_request(agent_env) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.txt").write_text("The magic number is 4242.\n")
+    await _known_text_caller(agent_env)
+    # Qwen 0.5B gave its subagent the task "read_file_facts.txt": "facts.txt" only inside another word.
+    agent_env.fake.script(text=as_text("spawn_agent", task="read_file_facts.txt"))
+    agent_env.fake.script(text="The magic number is 4242.")  # the subagent
+    agent_env.fake.script(text="The magic number is 4242.")
+    request = "Use a subagent (spawn_agent) to read the file facts.txt and tell me the magic number."
+    events = await agent_env.run(request)
+    spawn = next(e for e in events if e["type"] == "tool_call")
+    assert spawn["args"]["task"] == f"read_file_facts.txt (The user asked: {request})"
+    assert agent_env.requests()[-2]["messages"][-1]["content"] == f"read_file_facts.txt (The user asked: {request})"
