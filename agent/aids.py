@@ -33,6 +33,11 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
   "check /tmp/build.log", and gave a subagent the task "read_file_facts.txt";
 - [todo_progress] also: while the todo list of this turn has open steps, setting it again is not
   run, and the nudge names the next step with the call template of the tool it points at;
+- [refusal_retry] a text caller that answers a request its tools are for with a refusal ("I'm
+  sorry, but I can't assist with that", seen on the two-step todo task) is asked once more, with
+  the call template of the tool the request names first; the refusal is held back meanwhile;
+- [one_off_reminder] a text caller's recurring reminder for a request that asks for no repetition
+  ("remind me in 2 minutes") is made a one-off (the 0.5B model scheduled one every minute);
 - [nudges] also: a text caller offered no tool for its request is told to answer in words (the
   0.5B model refused a story: "I can't assist with that").
 """
@@ -45,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.llm.base import ChatMessage, ToolCallRequest
-from agent.streaming import StreamedCall
+from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
 from agent.turn import Turn
 
@@ -136,6 +141,7 @@ class LoopState:
     repeats: int = 0
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
     todo_set: bool = False  # this turn set the todo list (a text caller must not set it again)
+    asked_again: bool = False  # a refusal was answered with the call template once
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -337,6 +343,39 @@ def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[
     return [replace(messages[0], content="\n".join(kept)), *messages[1:]]
 
 
+REFUSAL = re.compile(r"\A\s*(?:" + "|".join(re.escape(r) for r in REFUSAL_OPENERS) + r")\b", re.IGNORECASE)
+REPETITION = re.compile(r"\b(?:every|each|daily|hourly|weekly|monthly|recurring|repeated(?:ly)?|regularly|until)\b",
+                        re.IGNORECASE)
+
+
+def first_pointed(request: str, names: list[str]) -> str | None:
+    """Of ``names``, the tool whose hint words come first in ``request``."""
+    found = []
+    for name in shortlist(request, names):
+        words = HINTS.get(name, "|".join(map(re.escape, name.split("_"))))
+        match = re.search(rf"\b{re.escape(name)}\b|(?<![\w.])(?:{words})(?!\w|\.\w)", request, re.IGNORECASE)
+        found.append((match.start() if match else len(request), name))
+    return min(found)[1] if found else None
+
+
+def ask_again(turn: Turn, names: list[str]) -> str:
+    """The note after a small model refused a request its tools are for."""
+    tool = first_pointed(turn.goal, names)
+    templates = call_templates(prompt_of(turn), [tool]) if tool else []
+    start = (f"Start with this call, filled in for the request: {templates[0][templates[0].find('{'):]}" if templates
+             else f"Start with a call of {tool}." if tool else "Start with one tool call.")
+    return f"You can do this with your tools. {start}\nThe user's request: {turn.goal}"
+
+
+def one_off(call: ToolCallRequest, request: str) -> ToolCallRequest:
+    """A recurring reminder for a request that asks for no repetition, made a one-off."""
+    if (call.name != "schedule_recall" or not isinstance(call.arguments, dict)
+            or call.arguments.get("call_type") != "recurring" or REPETITION.search(request or "")):
+        return call
+    arguments = {k: v for k, v in call.arguments.items() if k != "interval_seconds"}
+    return replace(call, arguments={**arguments, "call_type": "once"})
+
+
 def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, names: list[str],
                known: set[str]) -> Decision:
     """What the model's answer means: tool calls to run, a final text, or a note to send back."""
@@ -359,7 +398,13 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
             first = fit_template(first, prompt_of(turn))
         if state.on("keep_request"):
             first = request_in_instruction(first, turn.goal)
+        if state.on("one_off_reminder"):
+            first = one_off(first, turn.goal)
         return Decision(calls=[first], content=found.remaining_text, from_text=True)
+    if (state.small and state.on("refusal_retry") and not state.asked_again and not found.malformed
+            and not found.unknown_tool and len(call.text) < 300 and REFUSAL.match(call.text)):
+        state.asked_again = True
+        return Decision(calls=[], content=call.text, note=ask_again(turn, names))
     if not state.on("repair"):
         return Decision(calls=[], content=call.text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):

@@ -263,7 +263,8 @@ class Agent:
             if state.shortlisted:
                 schemas = compact_schemas(schemas, prompt_of(turn))
             call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
-                                holdback=state.on("text_calls"))
+                                holdback=state.on("text_calls"),
+                                hold_refusal=allow and state.small and state.on("refusal_retry") and not state.asked_again)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens

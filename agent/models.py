@@ -13,7 +13,8 @@ def _validate_name_list(value: object) -> None:
 # The local-model aids one by one (agent/aids.py, docs/real-model.md); a profile switches single
 # aids off with ``local_model_aids_off``.
 LOCAL_MODEL_AIDS = ("text_calls", "repair", "repeat_guard", "greeting", "nudges", "shortlist",
-                    "answer_after_success", "todo_progress", "template_args", "keep_request")
+                    "answer_after_success", "todo_progress", "template_args", "keep_request",
+                    "refusal_retry", "one_off_reminder")
 
 
 def _validate_aid_names(value: object) -> None:

@@ -29,10 +29,13 @@ _OPENER_CHARS = ("{", "[", "<", "`")
 
 
 class StreamedCall:
-    def __init__(self, chunks: AsyncIterator[StreamChunk], *, emit: bool, holdback: bool) -> None:
+    def __init__(self, chunks: AsyncIterator[StreamChunk], *, emit: bool, holdback: bool,
+                 hold_refusal: bool = False) -> None:
         self._chunks = chunks
         self._emit = emit
         self._holdback = holdback
+        # A small model's "I'm sorry, I can't …" is held to the end: the aids may ask again instead.
+        self._hold_refusal = hold_refusal
         self.text = ""
         self.thinking = ""
         self.tool_calls: list[ToolCallRequest] = []
@@ -107,6 +110,8 @@ class StreamedCall:
             return self._emitted
         if self._emitted == 0:
             decision = _opening(text.lstrip())
+            if decision == "stream" and self._hold_refusal:
+                decision = _refusal_opening(text.lstrip())
             if decision == "lock":
                 self._locked = True
                 return 0
@@ -121,6 +126,18 @@ class StreamedCall:
         tail_start = max(self._emitted, len(text) - _TAIL)
         opener = max(text.rfind(c, tail_start) for c in _OPENER_CHARS)
         return opener if opener >= 0 else len(text)
+
+
+REFUSAL_OPENERS = ("i'm sorry", "i am sorry", "sorry", "i can't", "i cannot", "i can not", "i'm unable",
+                   "i am unable", "unfortunately")
+
+
+def _refusal_opening(stripped: str) -> str:
+    """"lock" for an answer that opens like a refusal, "wait" while it may still, else "stream"."""
+    lower = stripped.lower().replace("\u2019", "'")
+    if lower.startswith(REFUSAL_OPENERS):
+        return "lock"
+    return "wait" if any(r.startswith(lower) for r in REFUSAL_OPENERS) else "stream"
 
 
 def _opening(stripped: str) -> str:

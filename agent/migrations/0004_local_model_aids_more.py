@@ -14,6 +14,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='agentprofile',
             name='local_model_aids_off',
-            field=models.JSONField(blank=True, default=list, help_text='Single local-model aids to switch off, e.g. ["shortlist"]. Names: text_calls, repair, repeat_guard, greeting, nudges, shortlist, answer_after_success, todo_progress, template_args, keep_request', validators=[agent.models._validate_aid_names]),
+            field=models.JSONField(blank=True, default=list, help_text='Single local-model aids to switch off, e.g. ["shortlist"]. Names: text_calls, repair, repeat_guard, greeting, nudges, shortlist, answer_after_success, todo_progress, template_args, keep_request, refusal_retry, one_off_reminder', validators=[agent.models._validate_aid_names]),
         ),
     ]

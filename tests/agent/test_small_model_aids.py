@@ -475,3 +475,68 @@ async def test_a_subagent_task_without_the_file_the_user_named_gets_the_request(
     spawn = next(e for e in events if e["type"] == "tool_call")
     assert spawn["args"]["task"] == f"read_file_facts.txt (The user asked: {request})"
     assert agent_env.requests()[-2]["messages"][-1]["content"] == f"read_file_facts.txt (The user asked: {request})"
+
+
+async def test_a_refusal_of_a_request_the_tools_are_for_is_asked_again_with_the_template(agent_env) -> None:
+    template = '- the todo list: {"name": "todo", "arguments": {"action": "set", "steps": ["<step 1>", "<step 2>"]}}'
+    await agent_env.set_profile(system_prompt=f"Use these calls:\n{template}")
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")  # Qwen 0.5B on the two-step task
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["find the date", "note it"]))
+    agent_env.fake.script(text="Your list is set.")
+    request = "Make a todo list with two steps: find out today's date, then note it down."
+    events = await agent_env.run(request)
+    told = agent_env.requests()[-2]["messages"][-1]["content"]
+    assert told == ("You can do this with your tools. Start with this call, filled in for the request: "
+                    f"{template[template.find('{'):]}\nThe user's request: {request}")
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo"]
+    shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert "sorry" not in shown.lower() and events[-1]["content"] == "Your list is set."
+
+
+async def test_a_second_refusal_is_shown(agent_env) -> None:
+    await _known_text_caller(agent_env)
+    for _ in range(2):
+        agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run("Make a todo list with two steps.")
+    assert len(agent_env.requests()) == 4  # two for the first turn, two for this one
+    assert events[-1]["content"] == "I'm sorry, but I can't assist with that."
+    assert "".join(e["delta"] for e in events if e["type"] == "stream_delta") == events[-1]["content"]
+
+
+async def test_refusal_retry_off_shows_the_refusal(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["refusal_retry"])
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run("Make a todo list with two steps.")
+    assert len(agent_env.requests()) == 3 and events[-1]["content"] == "I'm sorry, but I can't assist with that."
+
+
+async def test_a_reminder_the_user_did_not_ask_to_repeat_is_made_a_one_off(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"])
+    # Qwen 0.5B, for "remind me in 2 minutes": recurring, every minute.
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=60,
+                                       additional_context_message="Check /tmp/build.log"))
+    agent_env.fake.script(text="I will remind you.")
+    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    recall = await _pending_recall(agent_env.session_id)
+    assert recall.call_type == "once" and recall.interval_seconds is None
+
+
+async def test_a_reminder_the_user_asked_to_repeat_stays_recurring(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=3600,
+                                       additional_context_message="Check /tmp/build.log"))
+    agent_env.fake.script(text="I will remind you.")
+    await agent_env.run("Remind me every hour to check /tmp/build.log")
+    recall = await _pending_recall(agent_env.session_id)
+    assert recall.call_type == "recurring" and recall.interval_seconds == 3600
+
+
+async def test_one_off_reminder_off_keeps_the_recurring_call(agent_env) -> None:
+    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=["one_off_reminder"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=60,
+                                       additional_context_message="Check /tmp/build.log"))
+    agent_env.fake.script(text="I will remind you.")
+    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
+    assert (await _pending_recall(agent_env.session_id)).call_type == "recurring"

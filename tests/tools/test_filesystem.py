@@ -169,3 +169,15 @@ def test_schema_is_strict() -> None:
     assert "read" in schema["properties"]["action"]["enum"]
     assert FilesystemTool.untrusted_output is True
     assert Path(__file__).exists()
+
+
+async def test_a_missing_file_names_the_files_that_come_close(tool_ctx) -> None:
+    await run(action="write", path="facts.txt", content="The magic number is 4242.\n")
+    await run(action="write", path="notes.md", content="x\n")
+    # Qwen 0.5B asked for "read_file_facts.txt" when the user said "read the file facts.txt".
+    with pytest.raises(ToolError) as err:
+        await fs.execute({"action": "read", "path": "read_file_facts.txt"})
+    assert str(err.value).endswith("read_file_facts.txt does not exist. Did you mean 'facts.txt'?")
+    with pytest.raises(ToolError) as err:
+        await fs.execute({"action": "read", "path": "plan.pdf"})
+    assert str(err.value).endswith("plan.pdf does not exist. The folder has: facts.txt, notes.md.")

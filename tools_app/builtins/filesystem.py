@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import difflib
 import fnmatch
 import os
 import shutil
@@ -71,11 +72,27 @@ def _binary_hint(head: bytes) -> str | None:
     return None
 
 
+def _missing(path: Path) -> str:
+    """"<path> does not exist." with the names in its folder that come close (a model's typo or a
+    name it made up from the request, "read_file_facts.txt" for facts.txt), or the folder's files."""
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return f"{path} does not exist."
+    names = [n for n in names if not n.startswith(".")]
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.5)
+    if close:
+        return f"{path} does not exist. Did you mean {' or '.join(map(repr, close))}?"
+    if names and len(names) <= 20:
+        return f"{path} does not exist. The folder has: {', '.join(names)}."
+    return f"{path} does not exist."
+
+
 def _open_existing(path: Path) -> tuple[int, os.stat_result]:
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
-        raise ToolError(f"{path} does not exist.") from None
+        raise ToolError(_missing(path)) from None
     except IsADirectoryError:
         raise ToolError(f"{path} is a directory; use action 'list'.") from None
     return fd, os.fstat(fd)
