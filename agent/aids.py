@@ -28,9 +28,9 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
   argument the template shows) runs with the template's arguments only: the 0.5B model added
   arguments of its own (``interval_seconds`` to a one-off reminder, ``profile_id: "user"`` to a
   subagent) that made a good call fail;
-- [keep_request] a reminder's self-instruction or a subagent's task that lacks a file path or
-  address of the user's request gets the request appended: the model wrote "check the log" for
-  "check /tmp/build.log", and gave a subagent the task "read_file_facts.txt";
+- [keep_request] a reminder's self-instruction that lacks a file path or address of the user's
+  request gets the request appended (the model wrote "check the log" for "check /tmp/build.log");
+  such a subagent task is replaced by the request ("read_file_facts.txt" for "read the file facts.txt");
 - [todo_progress] also: while the todo list of this turn has open steps, setting it again is not
   run, and the nudge names the next step with the call template of the tool it points at;
 - [refusal_retry] a text caller that answers a request its tools are for with a refusal ("I'm
@@ -329,6 +329,10 @@ def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallReque
                if not re.search(rf"(?<![\w./-]){re.escape(a)}(?![\w/-])", instruction)]
     if not instruction or not missing:
         return call
+    if call.name == "spawn_agent":
+        # The template asks for the user's whole request; a subagent copied the garbled task's
+        # "read_file_facts.txt" even with the request appended.
+        return replace(call, arguments={**call.arguments, key: request.strip()})
     return replace(call, arguments={**call.arguments, key: f"{instruction} (The user asked: {request.strip()})"})
 
 

@@ -37,7 +37,9 @@ does not count as prose around the call.
 
 A call that only lacks its final closing brace(s) at the very end of the text (a
 habit of Qwen2.5-Coder 0.5B) is completed and treated like a well-formed one; a
-call cut off inside a string or after a comma is not.
+call cut off inside a string or after a comma is not. A finished call (it ends with
+``}``) with a quote or bracket wrong is repaired with ``json_repair`` when the repair
+gives a call (Qwen 0.5B left out the closing quote of a string that held single quotes).
 
 ``malformed`` is set when, under the same conditions, the text plainly starts
 a call of a known tool (``{"name": "known_tool", ...``) but the JSON does not
@@ -50,6 +52,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import json_repair
 
 from agent.llm.base import ToolCallRequest
 from agent.llm.http_common import new_call_id, parse_arguments
@@ -194,7 +198,7 @@ def _parse_block(body: str, start: int, end: int, *, is_fence: bool = False) -> 
     try:
         return _Block(start=start, end=end, value=json.loads(body), parsed=True, is_fence=is_fence)
     except ValueError as exc:
-        completed = _with_missing_closers(body) if _ATTEMPT.match(body) else None
+        completed = _with_missing_closers(body) or _repaired(body) if _ATTEMPT.match(body) else None
         if completed is not None:
             return _Block(start=start, end=end, value=completed, parsed=True, is_fence=is_fence)
         return _Block(start=start, end=end, error=_json_problem(body, exc), is_fence=is_fence)
@@ -232,6 +236,19 @@ def _with_missing_closers(fragment: str) -> Any:
         return None
 
 
+def _repaired(fragment: str) -> Any:
+    """The call in a broken call attempt, repaired by ``json_repair`` (a string whose closing quote
+    Qwen 0.5B left out: ``["a", "note 'b']``), when the repair gives a call; else None. Only a
+    finished attempt (ending in ``}``) is repaired: a call cut off mid-way is never completed."""
+    if not fragment.rstrip().endswith("}"):
+        return None
+    try:
+        value = json_repair.loads(fragment)
+    except Exception:  # noqa: BLE001 - a repair that fails leaves the attempt malformed
+        return None
+    return value if _call_shapes(value) else None
+
+
 def _bare_values(text: str, taken: list[tuple[int, int]]) -> list[_Block]:
     """JSON objects/lists outside fences and tags; a broken call attempt runs to the last brace."""
     blocks: list[_Block] = []
@@ -254,6 +271,10 @@ def _bare_values(text: str, taken: list[tuple[int, int]]) -> list[_Block]:
                 end = max(text.rfind("}"), text.rfind("]")) + 1
                 if end <= i:  # truncated: no closing bracket at all
                     end = len(text)
+                repaired = _repaired(text[i:end])
+                if repaired is not None:
+                    blocks.append(_Block(start=i, end=end, value=repaired, parsed=True))
+                    break
                 blocks.append(_Block(start=i, end=max(end, i + 1), error=_json_problem(text[i:end], exc)))
                 break
             i += 1

@@ -473,8 +473,8 @@ async def test_a_subagent_task_without_the_file_the_user_named_gets_the_request(
     request = "Use a subagent (spawn_agent) to read the file facts.txt and tell me the magic number."
     events = await agent_env.run(request)
     spawn = next(e for e in events if e["type"] == "tool_call")
-    assert spawn["args"]["task"] == f"read_file_facts.txt (The user asked: {request})"
-    assert agent_env.requests()[-2]["messages"][-1]["content"] == f"read_file_facts.txt (The user asked: {request})"
+    assert spawn["args"]["task"] == request
+    assert agent_env.requests()[-2]["messages"][-1]["content"] == request  # what the subagent reads
 
 
 async def test_a_refusal_of_a_request_the_tools_are_for_is_asked_again_with_the_template(agent_env) -> None:
