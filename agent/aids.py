@@ -31,8 +31,9 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
 - [keep_request] a reminder's self-instruction that lacks a file path or address of the user's
   request gets the request appended (the model wrote "check the log" for "check /tmp/build.log");
   such a subagent task is replaced by the request ("read_file_facts.txt" for "read the file facts.txt");
-- [todo_progress] also: while the todo list of this turn has open steps, setting it again is not
-  run, and the nudge names the next step with the call template of the tool it points at;
+- [todo_progress] also: once a text caller set its todo list, ``todo`` is no longer offered this
+  turn (setting it again is not run), and the nudge names the next step with the call template
+  of the tool it points at;
 - [refusal_retry] a text caller that answers a request its tools are for with a refusal ("I'm
   sorry, but I can't assist with that", seen on the two-step todo task) is asked once more, with
   the call template of the tool the request names first; the refusal is held back meanwhile;
@@ -142,6 +143,7 @@ class LoopState:
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
     todo_set: bool = False  # this turn set the todo list (a text caller must not set it again)
     asked_again: bool = False  # a refusal was answered with the call template once
+    todo_reminders: int = 0  # calls of todo after this turn set it, answered with the next step
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -155,22 +157,15 @@ class LoopState:
         if self.greeting:
             return []
         # Decided once a turn: the same tools in every request keep a local server's prompt cache.
-        return shortlist(request, names) if self.shortlisted else names
+        offered = shortlist(request, names) if self.shortlisted else names
+        if self.todo_set and self.small and self.on("todo_progress"):
+            # Its list is set: Qwen 0.5B kept copying the todo template instead of doing the steps.
+            offered = [n for n in offered if n != "todo"]
+        return offered
 
     def ran(self, call: ToolCallRequest, success: bool) -> None:
         if success and call.name == "todo" and call.arguments.get("action") == "set":
             self.todo_set = True
-
-    def refuse(self, call: ToolCallRequest, todo: list[dict[str, Any]], turn: Turn, offered: list[str]) -> str | None:
-        """Why a text caller's call is not run (the todo list it set this turn, set again), or None.
-        Qwen 0.5B set its two-step list, then set it again with one step, losing the second."""
-        if not (self.small and self.on("todo_progress") and self.todo_set and call.name == "todo"
-                and call.arguments.get("action") == "set"):
-            return None
-        step = next_step(todo)
-        if step is None:
-            return None
-        return ("Not run: your todo list is already set. " + step_instruction(step, turn, offered))
 
     def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
                    advance: Callable[[str], None]) -> None:
@@ -318,6 +313,10 @@ _ADDRESS = re.compile(r"(?:https?://|~?/)[\w./~%?=&:+-]*\w|\b[\w-]+\.(?:log|txt|
 _INSTRUCTION_ARGS = {"schedule_recall": "additional_context_message", "spawn_agent": "task"}
 
 
+_DELEGATION = re.compile(r"^(?:please\s+)?(?:use|ask|get|spawn|start|have)\s+(?:a|an|the|one)?\s*"
+                         r"(?:sub-?agent|helper(?: agent)?)\b[^.?!]*?\bto\s+", re.IGNORECASE)
+
+
 def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallRequest:
     """A reminder or subagent call whose instruction lacks a path or address of the user's
     ``request`` gets the request appended: the future turn or the subagent must know what to use."""
@@ -330,9 +329,11 @@ def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallReque
     if not instruction or not missing:
         return call
     if call.name == "spawn_agent":
-        # The template asks for the user's whole request; a subagent copied the garbled task's
-        # "read_file_facts.txt" even with the request appended.
-        return replace(call, arguments={**call.arguments, key: request.strip()})
+        # The template asks for the user's request; a subagent copied the garbled task's
+        # "read_file_facts.txt" even with the request appended, and called spawn_agent itself when
+        # the request still said "use a subagent (spawn_agent) to".
+        task = _DELEGATION.sub("", request.strip(), count=1)
+        return replace(call, arguments={**call.arguments, key: task[:1].upper() + task[1:]})
     return replace(call, arguments={**call.arguments, key: f"{instruction} (The user asked: {request.strip()})"})
 
 
@@ -381,7 +382,7 @@ def one_off(call: ToolCallRequest, request: str) -> ToolCallRequest:
 
 
 def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, names: list[str],
-               known: set[str]) -> Decision:
+               known: set[str], todo: list[dict[str, Any]] | None = None) -> Decision:
     """What the model's answer means: tool calls to run, a final text, or a note to send back."""
     if not allow:
         # Calls of tools that were not offered (a greeting, "answer now") are never run nor shown.
@@ -409,6 +410,11 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
             and not found.unknown_tool and len(call.text) < 300 and REFUSAL.match(call.text)):
         state.asked_again = True
         return Decision(calls=[], content=call.text, note=ask_again(turn, names))
+    step = next_step(todo)
+    if found.unknown_tool == "todo" and state.todo_set and step is not None and state.todo_reminders < 2:
+        state.todo_reminders += 1  # todo is no longer offered: its list is set (see offer)
+        return Decision(calls=[], content=call.text,
+                        note="Your todo list is already set. " + step_instruction(step, turn, names))
     if not state.on("repair"):
         return Decision(calls=[], content=call.text)
     if found.malformed or (found.unknown_tool and not state.told_unknown):

@@ -274,7 +274,7 @@ class Agent:
                 return
             # A shortlisted turn runs only the tools it offered; others are "not for this request".
             decision = interpret(call, turn, state, allow, offered if state.shortlisted else names,
-                                 set(registry.names()))
+                                 set(registry.names()), [] if turn.subagent else todo)
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
             if decision.note is not None:
@@ -299,8 +299,7 @@ class Agent:
                     continue
                 blocked = state.on("repeat_guard") and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
-                refusal = (REPEATED.format(tool=tc.name) if blocked
-                           else None if turn.subagent else state.refuse(tc, todo, turn, offered))
+                refusal = REPEATED.format(tool=tc.name) if blocked else None
                 async for ev in self._run_tool(turn, registry, tc, set(names), refusal=refusal):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:
                         results.append((tc.name, ev.success))

@@ -439,13 +439,14 @@ async def test_a_text_caller_may_not_set_its_todo_list_again_and_is_shown_the_ne
     agent_env.fake.script(text="alpha is 17.")
     events = await agent_env.run("make a todo list, then read the file a.txt")
     calls = [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"]
-    assert calls == [("todo", True), ("todo", False), ("filesystem", True)]
-    refused = [e for e in events if e["type"] == "tool_call"][1]["result"]
+    assert calls == [("todo", True), ("filesystem", True)]  # the second todo set is not run
+    requests = agent_env.requests()
     template = READ_TEMPLATE[READ_TEMPLATE.find("{"):]
-    assert refused == ("Not run: your todo list is already set. Next step of your todo list: read the file a.txt. "
-                       f"Do it now with one tool call. {template}")
-    nudge = agent_env.requests()[-3]["messages"][-1]["content"]  # after the todo list was set
-    assert nudge.endswith(template)
+    assert requests[-3]["messages"][-1]["content"].endswith(template)  # the nudge after the list was set
+    assert tool_names(requests[-4]) == ["filesystem", "todo"] and tool_names(requests[-3]) == ["filesystem"]
+    assert requests[-2]["messages"][-1]["content"] == (
+        "Your todo list is already set. Next step of your todo list: read the file a.txt. "
+        f"Do it now with one tool call. {template}")
     steps = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
     assert [s["title"] for s in steps] == ["read the file a.txt", "answer"]
     assert events[-1]["content"] == "alpha is 17."
@@ -473,8 +474,9 @@ async def test_a_subagent_task_without_the_file_the_user_named_gets_the_request(
     request = "Use a subagent (spawn_agent) to read the file facts.txt and tell me the magic number."
     events = await agent_env.run(request)
     spawn = next(e for e in events if e["type"] == "tool_call")
-    assert spawn["args"]["task"] == request
-    assert agent_env.requests()[-2]["messages"][-1]["content"] == request  # what the subagent reads
+    task = "Read the file facts.txt and tell me the magic number."  # without "use a subagent"
+    assert spawn["args"]["task"] == task
+    assert agent_env.requests()[-2]["messages"][-1]["content"] == task  # what the subagent reads
 
 
 async def test_a_refusal_of_a_request_the_tools_are_for_is_asked_again_with_the_template(agent_env) -> None:
