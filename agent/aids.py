@@ -394,7 +394,10 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         return Decision(calls=[], content=call.text)
     if call.tool_calls or not state.on("text_calls"):
         return Decision(calls=list(call.tool_calls), content=call.text)
-    found = extract_text_tool_calls(call.text, set(names))
+    # A known text caller's reply that is one call plus a key of its own (the result it imagined) is
+    # the call, unless the user asked for JSON.
+    lenient = state.small and state.on("text_calls") and not re.search(r"\bjson\b", turn.goal or "", re.IGNORECASE)
+    found = extract_text_tool_calls(call.text, set(names), extra_keys_alone=lenient)
     if found.calls:
         # Small models append junk calls to the one they meant (a stray todo, a memory_search):
         # only the first call written as text runs.

@@ -33,7 +33,10 @@ only when ALL of these hold:
 
 Next to a recognised call, an object that names a known tool and has arguments but
 also keys a call does not have (the model's junk) is neither run nor shown, and
-does not count as prose around the call.
+does not count as prose around the call. With ``extra_keys_alone`` (the aids, for a
+model known to write its calls as text, when the user did not ask for JSON) such an
+object that is the whole reply is the call, its other keys dropped (the model added
+the result it imagined); otherwise it is data.
 
 A call that only lacks its final closing brace(s) at the very end of the text (a
 habit of Qwen2.5-Coder 0.5B) is completed and treated like a well-formed one; a
@@ -107,7 +110,7 @@ class _Block:
     is_fence: bool = False
 
 
-def extract_text_tool_calls(text: str, known_tools: set[str]) -> TextCallResult:
+def extract_text_tool_calls(text: str, known_tools: set[str], *, extra_keys_alone: bool = False) -> TextCallResult:
     """Recognise tool calls written as JSON in ``text`` (see the module docstring)."""
     nothing = TextCallResult(remaining_text=text)
     if not known_tools or "{" not in text or len(text) > MAX_TEXT:
@@ -123,6 +126,12 @@ def extract_text_tool_calls(text: str, known_tools: set[str]) -> TextCallResult:
             attempts.append((block, name))
     # Next to a real call, an object naming a known tool with extra keys is the model's junk, not an
     # answer: it does not count as prose around the call and is dropped from the text (never run).
+    if (extra_keys_alone and not shaped and len(blocks) == 1 and _alone(text, blocks[0])
+            and _near_call(blocks[0].value, known_tools)):
+        # The whole reply is one call of a known tool with a key of the model's own, e.g. the result
+        # it imagined (Qwen 0.5B: {"name": "filesystem", "arguments": {...}, "content": "42"}).
+        call = {k: v for k, v in blocks[0].value.items() if k in CALL_KEYS}
+        shaped.append((blocks[0], _call_shapes(call) or []))
     junk = [b for b in blocks if b.parsed and not _call_shapes(b.value) and _near_call(b.value, known_tools)]
     has_call = any(name in known_tools for _, shapes in shaped for name, _ in shapes)
     junk = junk if has_call else []
@@ -326,6 +335,11 @@ def _call_shape(obj: Any) -> tuple[str, Any] | None:
     if not isinstance(args[0], dict | str):
         return names[0], json.dumps(args[0])  # parse_arguments reports "must be an object"
     return names[0], args[0]
+
+
+def _alone(text: str, block: _Block) -> bool:
+    """``block`` is all there is of ``text`` (a fence or tag around it included)."""
+    return block.parsed and not text[: block.start].strip() and not text[block.end :].strip()
 
 
 def _near_call(value: Any, known_tools: set[str]) -> bool:

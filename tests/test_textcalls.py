@@ -214,3 +214,17 @@ def test_a_call_cut_off_midway_is_not_completed_by_the_repair() -> None:
 def test_a_finished_call_with_wrong_quotes_or_commas_is_repaired(text: str, name: str, arguments: dict) -> None:
     result = extract_text_tool_calls(text, KNOWN)
     assert [(c.name, c.arguments) for c in result.calls] == [(name, arguments)] and result.malformed is None
+
+
+def test_a_reply_that_is_only_a_call_with_an_imagined_result_is_the_call() -> None:
+    # Qwen 0.5B as a subagent: the call, plus the answer it made up.
+    text = '{"name": "get_time", "arguments": {"timezone": "UTC"}, "content": "42"}'
+    assert extract_text_tool_calls(text, KNOWN).calls == []  # data, unless the caller asks for this leniency
+    result = extract_text_tool_calls(text, KNOWN, extra_keys_alone=True)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_time", {"timezone": "UTC"})]
+    assert result.remaining_text == ""
+
+
+def test_such_an_object_inside_an_answer_stays_text() -> None:
+    text = 'Here is the record: {"name": "get_time", "arguments": {"timezone": "UTC"}, "content": "42"}'
+    assert extract_text_tool_calls(text, KNOWN, extra_keys_alone=True).calls == []

@@ -542,3 +542,25 @@ async def test_one_off_reminder_off_keeps_the_recurring_call(agent_env) -> None:
     agent_env.fake.script(text="I will remind you.")
     await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
     assert (await _pending_recall(agent_env.session_id)).call_type == "recurring"
+
+
+async def test_a_known_text_caller_writing_a_call_with_an_imagined_result_gets_the_call_run(agent_env) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.txt").write_text("The magic number is 4242.\n")
+    await _known_text_caller(agent_env)
+    # Qwen 0.5B as a subagent: the call plus the number it made up.
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "facts.txt"},
+                                           "content": "42"}))
+    agent_env.fake.script(text="The magic number is 4242.")
+    events = await agent_env.run("Read the file facts.txt and tell me the magic number.")
+    (call,) = [e for e in events if e["type"] == "tool_call"]
+    assert call["success"] and "4242" in call["result"] and events[-1]["content"] == "The magic number is 4242."
+
+
+async def test_a_request_for_json_keeps_such_an_object_as_the_answer(agent_env) -> None:
+    await _known_text_caller(agent_env)
+    record = json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "a.txt"}, "content": "x"})
+    agent_env.fake.script(text=record)
+    events = await agent_env.run("Show me a JSON record of a filesystem read with its content.")
+    assert not [e for e in events if e["type"] == "tool_started"] and events[-1]["content"] == record
