@@ -180,6 +180,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("NAVI_PORT", "8000", _int(1), "Port the embedded server listens on"),
     Var("WS_DELTA_COALESCE_MS", "10", _int(0), "Merge text deltas within this window (ms); 0 = off"),
     Var("WS_HEARTBEAT_SECONDS", "20", _float(0.05), "Send a heartbeat after this many seconds of silence on a WebSocket"),
+    Var("WS_PING_SECONDS", "60", _float(1.0), "Protocol ping to each WebSocket client this often (seconds); a client "
+        "that does not answer within 30 s more is disconnected. The heartbeat already keeps proxies awake"),
     Var("WS_MAX_MESSAGE_MB", "4", _float(0.01, 30), "Largest WebSocket frame a client may send (MB); bigger ones get an error"),
     Var("LOG_LEVEL", "INFO", _level, "DEBUG / INFO / WARNING / ERROR"),
     Var("LOG_FORMAT", "console", _choice("console", "json"), "console (development) or json"),

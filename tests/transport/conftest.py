@@ -1,5 +1,5 @@
 """The transport tier's live server: the real `manage.py start` (plus worker/beat in scale-out),
-its model the fake Ollama server, a short heartbeat and a 1 MB upload limit for the tests."""
+its model the fake Ollama server, a short heartbeat and ping and a 1 MB upload limit for the tests."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -18,6 +18,7 @@ def navi(tmp_path_factory: pytest.TempPathFactory, fake_llm_server: Any) -> Iter
             "OLLAMA_HOST": fake_llm_server.url,
             "OPENAI_BASE_URL": fake_llm_server.url + "/v1",
             "WS_HEARTBEAT_SECONDS": "1.5",
+            "WS_PING_SECONDS": "2",
             "SESSION_FILES_MAX_SIZE_MB": "1",
         },
     )

@@ -216,6 +216,32 @@ async def test_heartbeat(navi: Any) -> None:
     await ws.close()
 
 
+async def test_the_server_pings_at_ws_ping_seconds(navi: Any) -> None:
+    """daphne's protocol pings follow WS_PING_SECONDS (2 s here; 60 by default instead of 20)."""
+    import logging
+
+    seen: list[str] = []
+
+    class Frames(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger = logging.getLogger("tests.ws_frames")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(Frames())
+    ws = await Client.open(navi.ws_url(_session(navi)), logger=logger, ping_interval=None)
+    try:
+        deadline = asyncio.get_running_loop().time() + 6
+        while not any(m.startswith("< PING") for m in seen) and asyncio.get_running_loop().time() < deadline:
+            try:
+                await asyncio.wait_for(ws.conn.recv(), 0.5)
+            except TimeoutError:
+                pass
+    finally:
+        await ws.close()
+    assert any(m.startswith("< PING") for m in seen), seen[:10]
+
+
 async def test_rest_message_is_streamed_to_websocket_clients(navi: Any, fake_ollama: Any) -> None:
     sid = _session(navi)
     fake_ollama.script(text="DIRECT")

@@ -85,6 +85,10 @@ class Command(BaseCommand):
             websocket_max_message_size=32 * 1024 * 1024,
             websocket_max_frame_size=32 * 1024 * 1024,
             application_close_timeout=10,
+            # daphne pings every 20 s by default: with our heartbeat after 20 s of silence, an idle
+            # tab cost two frames out and one in every 20 s. Dead clients are still found (ping + 30 s).
+            ping_interval=settings.WS_PING_SECONDS,
+            ping_timeout=30,
             verbosity=0,
         )
         server.run()
