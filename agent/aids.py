@@ -29,7 +29,7 @@ structured ``tool_calls`` field is never affected, see ``observe``) three more:
   arguments of its own (``interval_seconds`` to a one-off reminder, ``profile_id: "user"`` to a
   subagent) that made a good call fail;
 - [keep_request] a reminder's self-instruction that lacks a file path or address of the user's
-  request gets the request appended (the model wrote "check the log" for "check /tmp/build.log");
+  request gets those appended (the model wrote "check the log" for "check /tmp/build.log");
   such a subagent task is replaced by the request ("read_file_facts.txt" for "read the file facts.txt");
 - [todo_progress] also: once a text caller set its todo list, ``todo`` is no longer offered this
   turn (setting it again is not run), and the nudge names the next step with the call template
@@ -136,6 +136,7 @@ class LoopState:
     model: str = ""  # "backend:model", the key of ``observe``
     off: frozenset[str] = frozenset()  # aids this profile switched off one by one
     shortlisted: bool = False  # known as a text caller when the turn began: the tools are shortlisted
+    known_text_caller: bool = False  # known as a text caller when the turn began
     force_answer: bool = False
     repaired: bool = False
     told_unknown: bool = False
@@ -158,7 +159,7 @@ class LoopState:
             return []
         # Decided once a turn: the same tools in every request keep a local server's prompt cache.
         offered = shortlist(request, names) if self.shortlisted else names
-        if self.todo_set and self.small and self.on("todo_progress"):
+        if self.todo_set and self.known_text_caller and self.on("todo_progress"):
             # Its list is set: Qwen 0.5B kept copying the todo template instead of doing the steps.
             offered = [n for n in offered if n != "todo"]
         return offered
@@ -166,6 +167,12 @@ class LoopState:
     def ran(self, call: ToolCallRequest, success: bool) -> None:
         if success and call.name == "todo" and call.arguments.get("action") == "set":
             self.todo_set = True
+
+    def may_ask_again(self, turn: Turn) -> bool:
+        """A refusal may be answered with a call template: a shortlisted text caller, once, before
+        any tool ran this turn (a refusal after a failed tool is the model's honest answer)."""
+        return (self.small and self.shortlisted and self.on("refusal_retry") and not self.asked_again
+                and not any(m.role == "tool" for m in turn.history[self.start:]))
 
     def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
                    advance: Callable[[str], None]) -> None:
@@ -289,32 +296,44 @@ def _placeholder(value: Any) -> bool:
     return isinstance(value, str) and bool(re.search(r"<[^<>]+>", value))  # "<file name>", "<N>m"
 
 
-def fit_template(call: ToolCallRequest, prompt: str) -> ToolCallRequest:
+def _named_in(value: Any, request: str) -> bool:
+    """Some word or number of ``value`` is in the user's ``request`` ("Asia/Tokyo" for "in Tokyo")."""
+    words = [w for w in re.findall(r"[\w.-]+", json.dumps(value, default=str)) if len(w) >= 3 or w.isdigit()]
+    return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", request, re.IGNORECASE) for w in words)
+
+
+def fit_template(call: ToolCallRequest, prompt: str, request: str = "") -> ToolCallRequest:
     """``call`` without the arguments no template shows, when it fills one of ``prompt``'s call
     templates of its tool: every argument the template shows is given, and the template's literal
-    values (``"action": "read"``) are the call's. Any other call is returned as it is."""
+    values (``"action": "read"``) are the call's. An argument whose value the user's ``request``
+    names is kept (a timezone, a line number); a template without arguments says nothing about
+    them. Any other call is returned as it is."""
     if call.arguments_error or not isinstance(call.arguments, dict):
         return call
     for template in _template_calls(prompt, call.name):
+        if not template:
+            continue
         fills = all(key in call.arguments and (_placeholder(value) or call.arguments[key] == value)
                     for key, value in template.items())
-        extra = set(call.arguments) - set(template)
-        if fills and extra:
-            return replace(call, arguments={k: v for k, v in call.arguments.items() if k in template})
+        dropped = {k for k, v in call.arguments.items() if k not in template and not _named_in(v, request)}
+        if fills and dropped:
+            return replace(call, arguments={k: v for k, v in call.arguments.items() if k not in dropped})
         if fills:
             return call
     return call
 
 
-_ADDRESS = re.compile(r"(?:https?://|~?/)[\w./~%?=&:+-]*\w|\b[\w-]+\.(?:log|txt|md|json|ya?ml|csv|conf|cfg|ini|py|sh|toml)\b")
+_ADDRESS = re.compile(r"(?<![\w./~-])(?:https?://[\w./~%?=&:+#-]*\w|~?/[\w./~-]*\w"
+                      r"|[\w./-]*\w\.(?:log|txt|md|json|ya?ml|csv|conf|cfg|ini|py|sh|toml))(?![\w/])")
 
 
 # What a future turn or a subagent must be told for each tool: the argument holding its instruction.
 _INSTRUCTION_ARGS = {"schedule_recall": "additional_context_message", "spawn_agent": "task"}
 
 
-_DELEGATION = re.compile(r"^(?:please\s+)?(?:use|ask|get|spawn|start|have)\s+(?:a|an|the|one)?\s*"
-                         r"(?:sub-?agent|helper(?: agent)?)\b[^.?!]*?\bto\s+", re.IGNORECASE)
+_DELEGATION = re.compile(r"^(?:(?:please|could you|can you|would you)\s+)?(?:use|ask|get|spawn|start|have|launch)\s+"
+                         r"(?:a|an|the|one|some)?\s*(?:sub-?agents?|helpers?(?: agents?)?)\b[^.?!]*?\b(?:to|that)\s+",
+                         re.IGNORECASE)
 
 
 def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallRequest:
@@ -334,7 +353,9 @@ def request_in_instruction(call: ToolCallRequest, request: str) -> ToolCallReque
         # the request still said "use a subagent (spawn_agent) to".
         task = _DELEGATION.sub("", request.strip(), count=1)
         return replace(call, arguments={**call.arguments, key: task[:1].upper() + task[1:]})
-    return replace(call, arguments={**call.arguments, key: f"{instruction} (The user asked: {request.strip()})"})
+    # Only the missing names: the user's whole sentence ("Remind me in 2 minutes to …") in a recall's
+    # instruction would make the small model schedule the reminder again when it fires.
+    return replace(call, arguments={**call.arguments, key: f"{instruction} ({', '.join(missing)})"})
 
 
 def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[str]) -> list[ChatMessage]:
@@ -348,9 +369,16 @@ def trim_templates(messages: list[ChatMessage], offered: list[str], names: list[
     return [replace(messages[0], content="\n".join(kept)), *messages[1:]]
 
 
-REFUSAL = re.compile(r"\A\s*(?:" + "|".join(re.escape(r) for r in REFUSAL_OPENERS) + r")\b", re.IGNORECASE)
-REPETITION = re.compile(r"\b(?:every|each|daily|hourly|weekly|monthly|recurring|repeated(?:ly)?|regularly|until)\b",
-                        re.IGNORECASE)
+REFUSAL = re.compile(r"\A\s*(?:" + "|".join(re.escape(r).replace("'", "['\u2019]") for r in REFUSAL_OPENERS)
+                     + r")\b", re.IGNORECASE)
+REPETITION = re.compile(
+    r"\b(?:every|each|daily|hourly|weekly|monthly|yearly|nightly|recurring|repeat\w*|regularly|periodically|until|"
+    r"twice|thrice|times? an? (?:day|week|month|hour)|per (?:day|week|month|hour)|weekdays|weekends|keep reminding|"
+    r"always|on (?:mon|tues|wednes|thurs|fri|satur|sun)days)\b", re.IGNORECASE)
+
+
+# A request for a record, an example or a format: a call-shaped object in the answer is that data.
+_ASKS_FOR_DATA = re.compile(r"\b(?:json|record|example|sample|format|schema|look(?:s)? like|show me what)\b", re.IGNORECASE)
 
 
 def first_pointed(request: str, names: list[str]) -> str | None:
@@ -396,21 +424,21 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
         return Decision(calls=list(call.tool_calls), content=call.text)
     # A known text caller's reply that is one call plus a key of its own (the result it imagined) is
     # the call, unless the user asked for JSON.
-    lenient = state.small and state.on("text_calls") and not re.search(r"\bjson\b", turn.goal or "", re.IGNORECASE)
+    lenient = state.small and state.on("text_calls") and not _ASKS_FOR_DATA.search(turn.goal or "")
     found = extract_text_tool_calls(call.text, set(names), extra_keys_alone=lenient)
     if found.calls:
         # Small models append junk calls to the one they meant (a stray todo, a memory_search):
         # only the first call written as text runs.
         first = found.calls[0]
         if state.on("template_args"):
-            first = fit_template(first, prompt_of(turn))
+            first = fit_template(first, prompt_of(turn), turn.goal)
         if state.on("keep_request"):
             first = request_in_instruction(first, turn.goal)
         if state.on("one_off_reminder"):
             first = one_off(first, turn.goal)
         return Decision(calls=[first], content=found.remaining_text, from_text=True)
-    if (state.small and state.on("refusal_retry") and not state.asked_again and not found.malformed
-            and not found.unknown_tool and len(call.text) < 300 and REFUSAL.match(call.text)):
+    if (state.may_ask_again(turn) and not found.malformed and not found.unknown_tool and len(call.text) < 300
+            and REFUSAL.match(call.text)):
         state.asked_again = True
         return Decision(calls=[], content=call.text, note=ask_again(turn, names))
     step = next_step(todo)

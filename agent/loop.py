@@ -243,7 +243,8 @@ class Agent:
         state = LoopState(aids=aids, greeting=False, start=len(turn.history), model=model,
                           off=frozenset(turn.profile.local_model_aids_off))
         state.greeting = state.on("greeting") and bool(SMALL_TALK.match(turn.goal or ""))
-        state.shortlisted = state.on("shortlist") and writes_text_calls(model)
+        state.known_text_caller = writes_text_calls(model)
+        state.shortlisted = state.on("shortlist") and state.known_text_caller
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
@@ -264,7 +265,7 @@ class Agent:
                 schemas = compact_schemas(schemas, prompt_of(turn))
             call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
                                 holdback=state.on("text_calls"),
-                                hold_refusal=allow and state.small and state.on("refusal_retry") and not state.asked_again)
+                                hold_refusal=allow and state.may_ask_again(turn))
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -272,8 +273,8 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            # A shortlisted turn runs only the tools it offered; others are "not for this request".
-            decision = interpret(call, turn, state, allow, offered if state.shortlisted else names,
+            # A turn runs only the tools it offered (a shortlist, todo once set); others are "not for this request".
+            decision = interpret(call, turn, state, allow, offered,
                                  set(registry.names()), [] if turn.subagent else todo)
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)

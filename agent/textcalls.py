@@ -80,6 +80,9 @@ _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL | re.IGNORECA
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.\-]{0,63}$")
 # Used with .match(): anchored at the start of a block / at the scan position.
 _ATTEMPT = re.compile(r'[\[\s]*\{\s*"(?:name|tool|tool_name)"\s*:\s*"([^"]{1,64})"')
+_NAME_KEY = re.compile(r'"(?:name|tool|tool_name)"\s*:')
+# Keys a model adds to a call for the result it imagined (accepted only with extra_keys_alone).
+RESULT_KEYS = frozenset({"content", "result", "output", "response", "answer"})
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _EXPLANATION = re.compile(
     r"(?i)\b(?:for example|examples?|for instance|such as|sample|would look like|looks? like|here is how"
@@ -127,7 +130,7 @@ def extract_text_tool_calls(text: str, known_tools: set[str], *, extra_keys_alon
     # Next to a real call, an object naming a known tool with extra keys is the model's junk, not an
     # answer: it does not count as prose around the call and is dropped from the text (never run).
     if (extra_keys_alone and not shaped and len(blocks) == 1 and _alone(text, blocks[0])
-            and _near_call(blocks[0].value, known_tools)):
+            and _near_call(blocks[0].value, known_tools) and set(blocks[0].value) - CALL_KEYS <= RESULT_KEYS):
         # The whole reply is one call of a known tool with a key of the model's own, e.g. the result
         # it imagined (Qwen 0.5B: {"name": "filesystem", "arguments": {...}, "content": "42"}).
         call = {k: v for k, v in blocks[0].value.items() if k in CALL_KEYS}
@@ -249,8 +252,8 @@ def _repaired(fragment: str) -> Any:
     """The call in a broken call attempt, repaired by ``json_repair`` (a string whose closing quote
     Qwen 0.5B left out: ``["a", "note 'b']``), when the repair gives a call; else None. Only a
     finished attempt (ending in ``}``) is repaired: a call cut off mid-way is never completed."""
-    if not fragment.rstrip().endswith("}"):
-        return None
+    if not fragment.rstrip().endswith("}") or len(_NAME_KEY.findall(fragment)) != 1:
+        return None  # cut off, or several calls: a repair must never pick a later one
     try:
         value = json_repair.loads(fragment)
     except Exception:  # noqa: BLE001 - a repair that fails leaves the attempt malformed

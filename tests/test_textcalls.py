@@ -228,3 +228,15 @@ def test_a_reply_that_is_only_a_call_with_an_imagined_result_is_the_call() -> No
 def test_such_an_object_inside_an_answer_stays_text() -> None:
     text = 'Here is the record: {"name": "get_time", "arguments": {"timezone": "UTC"}, "content": "42"}'
     assert extract_text_tool_calls(text, KNOWN, extra_keys_alone=True).calls == []
+
+
+def test_the_repair_never_picks_a_later_call() -> None:
+    text = ('{"name": "get_time", "arguments": {"tz": "UTC" "x": 1}} and '
+            '{"name": "web_search", "arguments": {"query": "x"}}')
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == [] and result.malformed
+
+
+def test_only_result_keys_make_a_lone_object_a_call() -> None:
+    text = '{"name": "get_time", "arguments": {"tz": "UTC"}, "validation": "done"}'
+    assert extract_text_tool_calls(text, KNOWN, extra_keys_alone=True).calls == []

@@ -366,8 +366,8 @@ async def test_a_reminder_without_the_file_the_user_named_gets_the_request(agent
     agent_env.fake.script(text="I will remind you.")
     await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
     recall = await _pending_recall(agent_env.session_id)
-    assert recall.additional_context_message == (
-        "Check the build log (The user asked: Remind me in 2 minutes to check /tmp/build.log)")
+    # Only the missing path: the whole request in the instruction would schedule the reminder again.
+    assert recall.additional_context_message == "Check the build log (/tmp/build.log)"
 
 
 async def test_keep_request_off_keeps_the_models_instruction(agent_env) -> None:
@@ -564,3 +564,68 @@ async def test_a_request_for_json_keeps_such_an_object_as_the_answer(agent_env) 
     agent_env.fake.script(text=record)
     events = await agent_env.run("Show me a JSON record of a filesystem read with its content.")
     assert not [e for e in events if e["type"] == "tool_started"] and events[-1]["content"] == record
+
+
+
+def test_template_args_keeps_what_the_request_names_and_ignores_empty_templates() -> None:
+    from agent.aids import fit_template
+    from agent.llm.base import ToolCallRequest
+
+    prompt = '- the time: {"name": "get_current_datetime", "arguments": {}}'
+    tokyo = ToolCallRequest(id="1", name="get_current_datetime", arguments={"timezone": "Asia/Tokyo"})
+    assert fit_template(tokyo, prompt, "What time is it in Tokyo?") is tokyo  # {} says nothing about arguments
+    read = '- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}'
+    lines = ToolCallRequest(id="2", name="filesystem", arguments={"action": "read", "path": "a", "offset": 10})
+    assert fit_template(lines, read, "read a.txt from line 10").arguments["offset"] == 10
+    assert "offset" not in fit_template(lines, read, "read a.txt").arguments
+
+
+@pytest.mark.parametrize("request_text", ["Remind me twice a day to drink water", "Remind me on weekdays to stretch",
+                                          "Keep reminding me to check /tmp/build.log", "Remind me nightly to back up"])
+def test_a_reminder_asked_to_repeat_in_other_words_stays_recurring(request_text) -> None:
+    from agent.aids import one_off
+    from agent.llm.base import ToolCallRequest
+
+    call = ToolCallRequest(id="1", name="schedule_recall", arguments={"call_type": "recurring", "interval_seconds": 60})
+    assert one_off(call, request_text) is call
+
+
+@pytest.mark.parametrize(("request_text", "task"), [
+    ("Could you use subagents to read notes.md and sum it up?", "Read notes.md and sum it up?"),
+    ("Spawn a subagent that reads notes.md", "Reads notes.md"),
+    ("Read notes.md with a subagent", "Read notes.md with a subagent"),
+])
+def test_a_subagent_task_drops_the_words_that_asked_for_a_subagent(request_text, task) -> None:
+    from agent.aids import request_in_instruction
+    from agent.llm.base import ToolCallRequest
+
+    call = ToolCallRequest(id="1", name="spawn_agent", arguments={"task": "read_notes"})
+    assert request_in_instruction(call, request_text).arguments["task"] == task
+
+
+def test_paths_inside_words_are_not_addresses() -> None:
+    from agent.aids import request_in_instruction
+    from agent.llm.base import ToolCallRequest
+
+    call = ToolCallRequest(id="1", name="schedule_recall",
+                           arguments={"additional_context_message": "Weigh the pros/cons of logs/build.log"})
+    assert request_in_instruction(call, "Remind me to weigh the pros/cons of logs/build.log and/or x") is call
+
+
+async def test_a_refusal_after_a_tool_result_is_the_answer(agent_env) -> None:
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="missing.txt"))
+    agent_env.fake.script(text="Sorry, missing.txt does not exist.")
+    events = await agent_env.run("Read the file missing.txt")
+    assert len(agent_env.requests()) == 4 and events[-1]["content"] == "Sorry, missing.txt does not exist."
+
+
+async def test_todo_is_not_set_twice_when_the_shortlist_is_off(agent_env) -> None:
+    await agent_env.set_profile(local_model_aids_off=["shortlist"])
+    await _known_text_caller(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read the file a.txt", "answer"]))
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["read the file a.txt"]))
+    agent_env.fake.script(text="Done.")
+    events = await agent_env.run("make a todo list, then read the file a.txt")
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo"]
+    assert "todo" not in tool_names(agent_env.requests()[-2])

@@ -76,8 +76,9 @@ def _missing(path: Path) -> str:
     """"<path> does not exist." with the names in its folder that come close (a model's typo or a
     name it made up from the request, "read_file_facts.txt" for facts.txt), or the folder's files."""
     try:
+        resolve_path(str(path.parent))  # never list a folder outside the allowed directories
         names = sorted(os.listdir(path.parent))
-    except OSError:
+    except (OSError, ToolError):
         return f"{path} does not exist."
     names = [n for n in names if not n.startswith(".")]
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.5)
