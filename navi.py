@@ -52,10 +52,13 @@ def reachable(host: str, port: int) -> bool:
         return False
 
 
-def pytest_tier(name: str, extra_env: dict[str, str], args: list[str]) -> int:
+def pytest_tier(name: str, extra_env: dict[str, str], args: list[str], markers: tuple[str, ...] = ()) -> int:
     env = {**os.environ, **extra_env, "NAVI_TEST_TIER": name, "NAVI_TEST_NETWORK_GUARD": "1"}
     say(f"== {name} tier ==")
-    code = subprocess.run([str(PY), "-m", "pytest", "-m", "not realmodel", *args], cwd=ROOT, env=env).returncode
+    # One -m expression: pytest keeps only the last -m given, so a tier's own marker filter is
+    # joined to "not realmodel" here (a second -m once let the real-model tier run in scale-out).
+    marks = "not realmodel" + "".join(f" and ({m})" for m in markers)
+    code = subprocess.run([str(PY), "-m", "pytest", "-m", marks, *args], cwd=ROOT, env=env).returncode
     if code == 5:
         say(f"{name} tier collected no tests — that is a failure, not a success.")
         return 1
@@ -79,7 +82,7 @@ def run_tests(args: list[str]) -> int:
     pg = os.environ.get("NAVI_TEST_PG", "postgres://postgres@127.0.0.1:5432/test")
     redis = os.environ.get("NAVI_TEST_REDIS", "redis://127.0.0.1:6379/9")
     if reachable("127.0.0.1", 5432) and reachable("127.0.0.1", 6379):
-        if pytest_tier("scaleout", {"DATABASE_URL": pg, "REDIS_URL": redis}, ["-m", "not browser", *args]) != 0:
+        if pytest_tier("scaleout", {"DATABASE_URL": pg, "REDIS_URL": redis}, args, ("not browser",)) != 0:
             failures.append("scale-out tier")
     elif os.environ.get("NAVI_REQUIRE_SCALEOUT") == "1":
         say("PostgreSQL (127.0.0.1:5432) or Redis (127.0.0.1:6379) is not reachable: the scale-out tier cannot run.")
