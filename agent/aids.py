@@ -106,8 +106,12 @@ def shortlist(request: str, names: list[str]) -> list[str]:
     named = [n for n in names if "_" in n and re.search(rf"\b{re.escape(n)}\b", text)]
     if named:
         return named
-    return [n for n in names if re.search(rf"(?<![\w.])(?:{HINTS.get(n, '|'.join(map(re.escape, n.split('_'))))})(?!\w|\.\w)",
-                                          text, re.IGNORECASE)]
+    return [n for n in names if re.search(_hint(n), text, re.IGNORECASE)]
+
+
+def _hint(name: str) -> str:
+    """The pattern of the words that point at tool ``name`` (its HINTS, else the words of its name)."""
+    return rf"(?<![\w.])(?:{HINTS.get(name, '|'.join(map(re.escape, name.split('_'))))})(?!\w|\.\w)"
 
 
 # Per model ("backend:model"): "text" once it was seen writing a call as text, "structured" once it
@@ -385,8 +389,7 @@ def first_pointed(request: str, names: list[str]) -> str | None:
     """Of ``names``, the tool whose hint words come first in ``request``."""
     found = []
     for name in shortlist(request, names):
-        words = HINTS.get(name, "|".join(map(re.escape, name.split("_"))))
-        match = re.search(rf"\b{re.escape(name)}\b|(?<![\w.])(?:{words})(?!\w|\.\w)", request, re.IGNORECASE)
+        match = re.search(rf"\b{re.escape(name)}\b|{_hint(name)}", request, re.IGNORECASE)
         found.append((match.start() if match else len(request), name))
     return min(found)[1] if found else None
 

@@ -514,34 +514,31 @@ async def test_refusal_retry_off_shows_the_refusal(agent_env) -> None:
     assert len(agent_env.requests()) == 3 and events[-1]["content"] == "I'm sorry, but I can't assist with that."
 
 
-async def test_a_reminder_the_user_did_not_ask_to_repeat_is_made_a_one_off(agent_env) -> None:
-    await agent_env.set_profile(enabled_tools=["schedule_recall"])
-    # Qwen 0.5B, for "remind me in 2 minutes": recurring, every minute.
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=60,
+async def _recurring_reminder(agent_env, request: str, interval: int, off: tuple[str, ...] = ()):
+    """The recall stored after a text caller scheduled a recurring reminder for ``request``."""
+    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=list(off))
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=interval,
                                        additional_context_message="Check /tmp/build.log"))
     agent_env.fake.script(text="I will remind you.")
-    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
-    recall = await _pending_recall(agent_env.session_id)
+    await agent_env.run(request)
+    return await _pending_recall(agent_env.session_id)
+
+
+async def test_a_reminder_the_user_did_not_ask_to_repeat_is_made_a_one_off(agent_env) -> None:
+    # Qwen 0.5B, for "remind me in 2 minutes": recurring, every minute.
+    recall = await _recurring_reminder(agent_env, "Remind me in 2 minutes to check /tmp/build.log", 60)
     assert recall.call_type == "once" and recall.interval_seconds is None
 
 
 async def test_a_reminder_the_user_asked_to_repeat_stays_recurring(agent_env) -> None:
-    await agent_env.set_profile(enabled_tools=["schedule_recall"])
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=3600,
-                                       additional_context_message="Check /tmp/build.log"))
-    agent_env.fake.script(text="I will remind you.")
-    await agent_env.run("Remind me every hour to check /tmp/build.log")
-    recall = await _pending_recall(agent_env.session_id)
+    recall = await _recurring_reminder(agent_env, "Remind me every hour to check /tmp/build.log", 3600)
     assert recall.call_type == "recurring" and recall.interval_seconds == 3600
 
 
 async def test_one_off_reminder_off_keeps_the_recurring_call(agent_env) -> None:
-    await agent_env.set_profile(enabled_tools=["schedule_recall"], local_model_aids_off=["one_off_reminder"])
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="2m", interval_seconds=60,
-                                       additional_context_message="Check /tmp/build.log"))
-    agent_env.fake.script(text="I will remind you.")
-    await agent_env.run("Remind me in 2 minutes to check /tmp/build.log")
-    assert (await _pending_recall(agent_env.session_id)).call_type == "recurring"
+    recall = await _recurring_reminder(agent_env, "Remind me in 2 minutes to check /tmp/build.log", 60,
+                                       off=("one_off_reminder",))
+    assert recall.call_type == "recurring"
 
 
 async def test_a_known_text_caller_writing_a_call_with_an_imagined_result_gets_the_call_run(agent_env) -> None:
