@@ -157,6 +157,7 @@ async def test_connection_refused_names_url() -> None:
     with pytest.raises(BackendUnreachable) as err:
         await collect(OllamaBackend(url, connect_timeout=1.0).stream_complete(HI, model="m"))
     assert url in str(err.value) and "OLLAMA_HOST" in str(err.value)
+    assert str(err.value).startswith("cannot connect to the Ollama server"), err.value  # not "timed out"
 
 
 async def test_network_guard_refuses_non_loopback(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ and tool-call argument parsing.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import ipaddress
 import json
@@ -16,8 +17,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlparse
 
+import aiohttp
 import httpx
 import structlog
+from httpx_aiohttp import AiohttpTransport, HttpxAiohttpClient
 
 from agent.llm.base import BackendUnreachable, LLMError, StreamTimeout
 
@@ -31,6 +34,82 @@ def shared_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 log = structlog.get_logger(__name__)
+
+
+def llm_client(timeout: httpx.Timeout) -> httpx.AsyncClient:
+    """An httpx client for the model servers, on aiohttp's HTTP/1.1 (httpx-aiohttp).
+
+    A model streams one small NDJSON/SSE chunk per token; through httpcore each chunk cost
+    h11's pure-Python parsing plus anyio's pause/resume of the socket, ~40 % of the server's
+    event loop with 100 sessions streaming. aiohttp parses in C (llhttp) and keeps reading.
+    The httpx API (requests, streamed responses, env proxies, errors) stays the same: the
+    errors are re-mapped from aiohttp's own (``_AiohttpErrors``) so that "cannot connect"
+    and "broke off mid-answer" keep meaning what they say."""
+    return _Client(timeout=timeout, verify=shared_ssl_context())
+
+
+class _Transport(AiohttpTransport):
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await super().handle_async_request(request)
+        except (TimeoutError, httpx.TransportError, aiohttp.ClientError) as exc:
+            raise _httpx_error(exc, request) from exc
+        return httpx.Response(status_code=response.status_code, headers=response.headers, request=request,
+                              stream=_Body(response.stream, request), extensions=response.extensions)
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, stream: Any, request: httpx.Request) -> None:
+        self._stream = stream
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._stream:
+                yield chunk
+        except (TimeoutError, httpx.TransportError, aiohttp.ClientError) as exc:
+            raise _httpx_error(exc, self._request, reading=True) from exc
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        except (TimeoutError, httpx.TransportError, aiohttp.ClientError):
+            pass  # closing a broken connection: nothing left to tell
+
+
+def _httpx_error(exc: BaseException, request: httpx.Request, *, reading: bool = False) -> httpx.TransportError:
+    """httpx's exception for what aiohttp raised (httpx-aiohttp maps a refused connection to a
+    connect *timeout*, and any dropped connection too)."""
+    cause = exc.__cause__ if isinstance(exc, httpx.TransportError) and exc.__cause__ is not None else exc
+    text = str(cause).strip() or type(cause).__name__
+    kind: type[httpx.TransportError]
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        kind = httpx.ConnectTimeout
+    elif isinstance(cause, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
+        kind = httpx.ReadTimeout if reading or isinstance(cause, aiohttp.SocketTimeoutError) else httpx.PoolTimeout
+    elif isinstance(cause, aiohttp.ClientConnectorError):
+        kind = httpx.ConnectError
+    elif isinstance(cause, aiohttp.InvalidURL):
+        kind = httpx.UnsupportedProtocol
+    elif isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
+        kind = httpx.RemoteProtocolError
+    elif isinstance(cause, httpx.TransportError):
+        return cause
+    else:
+        kind = httpx.ReadError
+    return kind(text, request=request)
+
+
+class _Client(HttpxAiohttpClient):
+    """HttpxAiohttpClient with our transport (its own and its env proxies' mounts)."""
+
+    def _init_transport(self, *args: Any, transport: httpx.AsyncBaseTransport | None = None,  # type: ignore[override]
+                        **kwargs: Any) -> httpx.AsyncBaseTransport:
+        return transport or _Transport(*args, **kwargs)
+
+    def _init_proxy_transport(self, proxy: httpx.Proxy, **kwargs: Any) -> httpx.AsyncBaseTransport:  # type: ignore[override]
+        return _Transport(proxy=proxy, **kwargs)
+
 
 NETWORK_GUARD_ENV = "NAVI_TEST_NETWORK_GUARD"
 MAX_ERROR_BODY = 64 * 1024

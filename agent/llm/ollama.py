@@ -38,12 +38,12 @@ from agent.llm.http_common import (
     check_network_guard,
     error_text,
     iter_lines,
+    llm_client,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
     read_body,
     read_error_body,
-    shared_ssl_context,
     timeout,
     transport_error,
 )
@@ -181,7 +181,7 @@ class OllamaBackend:
         if self._client is not None:
             yield self._client
             return
-        async with httpx.AsyncClient(timeout=self._timeout, verify=shared_ssl_context()) as client:
+        async with llm_client(self._timeout) as client:
             yield client
 
     async def _send(

@@ -33,12 +33,12 @@ from agent.llm.http_common import (
     as_dict,
     check_network_guard,
     iter_lines,
+    llm_client,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
     read_body,
     read_error_body,
-    shared_ssl_context,
     timeout,
     transport_error,
 )
@@ -147,7 +147,7 @@ class OpenAICompatBackend:
         if self._client is not None:
             yield self._client
             return
-        async with httpx.AsyncClient(timeout=self._timeout, verify=shared_ssl_context()) as client:
+        async with llm_client(self._timeout) as client:
             yield client
 
     def _headers(self) -> dict[str, str]:
