@@ -178,7 +178,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("NAVI_SECURE_COOKIES", "false", _bool, "Send cookies only over HTTPS (set behind a TLS proxy)"),
     Var("NAVI_HOST", "127.0.0.1", _str, "Address the embedded server listens on"),
     Var("NAVI_PORT", "8000", _int(1), "Port the embedded server listens on"),
-    Var("WS_DELTA_COALESCE_MS", "10", _int(0), "Merge text deltas within this window (ms); 0 = off"),
+    Var("WS_DELTA_COALESCE_MS", "30", _int(0), "Merge text deltas within this window (ms); 0 = off"),
     Var("WS_HEARTBEAT_SECONDS", "20", _float(0.05), "Send a heartbeat after this many seconds of silence on a WebSocket"),
     Var("WS_PING_SECONDS", "60", _float(1.0), "Protocol ping to each WebSocket client this often (seconds); a client "
         "that does not answer within 30 s more is disconnected. The heartbeat already keeps proxies awake"),
