@@ -72,5 +72,20 @@ class TokenOrCookieAuth:
         return await self.inner(scope, receive, send)
 
 
+class ServerSend:
+    """Puts the server's own ``send`` in the scope (``navi.server_send``).
+
+    Channels' session middleware wraps ``send`` to save the session before an HTTP response
+    starts; for a WebSocket frame the wrapper only reads the session's state and passes the
+    message on. The session consumer sends its streamed events (thousands a second with many
+    sessions streaming) straight to the server; everything else still goes through the stack."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        return await self.inner({**scope, "navi.server_send": send}, receive, send)
+
+
 def WebSocketAuthStack(inner: Any) -> Any:  # noqa: N802 - mirrors channels' AuthMiddlewareStack
-    return AuthMiddlewareStack(TokenOrCookieAuth(inner))
+    return ServerSend(AuthMiddlewareStack(TokenOrCookieAuth(inner)))

@@ -76,6 +76,10 @@ def _resolve_files(session_id: str, refs: list[Any]) -> list[dict[str, Any]]:
     return files_resolve(session_id=session_id, refs=refs)
 
 
+def _encode(content: Any) -> str:
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+
+
 def _after(scope: dict[str, Any]) -> int | None:
     raw = parse_qs(scope.get("query_string", b"").decode("latin1")).get("after", [""])[0]
     try:
@@ -271,7 +275,12 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.last_seq = seq
             self.last_event_at = time.monotonic()
             self._set_turn_open(event.get("type") != "session_sync")
-        await self.send_json(event)
+        server_send = self.scope.get("navi.server_send")
+        if server_send is None:
+            await self.send_json(event)
+            return
+        self.last_sent = time.monotonic()
+        await server_send({"type": "websocket.send", "text": _encode(event)})
 
     def _set_turn_open(self, value: bool) -> None:
         self.turn_open = value
@@ -298,7 +307,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        return _encode(content)
 
     async def _heartbeat(self) -> None:
         interval = float(settings.WS_HEARTBEAT_SECONDS)
