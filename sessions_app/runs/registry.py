@@ -209,60 +209,73 @@ class RunRegistry:
         await _safe(_turn_finished(sid))
 
     async def _pump(self, run: Run, writer: EventWriter) -> TurnResult:
-        """Feed the agent's events to the writer; the agent runs in its own task so that a
-        pending delta can be flushed on time while the agent is between events."""
+        """Feed the agent's events to the writer, in this task.
+
+        A pending delta must go out when its window closes even while the agent waits for the
+        model: a timer starts a short task that flushes it. The writer is used under a lock, so
+        the flush and the next event never interleave (in scale-out mode writing awaits Redis).
+        (The agent used to run in a task of its own feeding a queue: a queue hand-off and a task
+        switch for every token, ~7 % of the loop with 100 sessions streaming.)"""
         req = run.request
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-        async def produce() -> None:
-            try:
-                stream = self.turn(
-                    req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
-                    is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,
-                    user_role=req.user_role, run_id=run.run_id,
-                )
-                async for event in stream:
-                    queue.put_nowait(("event", event))
-                queue.put_nowait(("end", None))
-            except Exception as exc:
-                queue.put_nowait(("raise", exc))
-
         loop = asyncio.get_running_loop()
-        producer = loop.create_task(produce())
+        lock = asyncio.Lock()
         tracker = _OutcomeTracker()
-        # A pending delta's window is closed by a timer that queues a "tick" (a wait_for on every
-        # event cost a task, a future and a timer each: 5 000 a second with 100 streams).
         timer: asyncio.TimerHandle | None = None
         timer_at: float | None = None
-        try:
-            while True:
-                deadline = writer.deadline
-                if deadline != timer_at:
-                    if timer is not None:
-                        timer.cancel()
-                    timer = None if deadline is None else loop.call_at(
-                        loop.time() + max(0.0, deadline - time.monotonic()), queue.put_nowait, ("tick", None))
-                    timer_at = deadline
-                kind, item = await queue.get()
-                if kind == "tick":
-                    timer, timer_at = None, None
-                    if writer.deadline is not None and time.monotonic() >= writer.deadline:
-                        await writer.flush()
-                    continue
-                if kind == "end":
-                    break
-                if kind == "raise":
-                    raise item
-                data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
-                tracker.see(data, item)
-                await writer.push(data)
-        except BaseException:
-            run.stop_event.set()  # the writer failed: let the agent end cooperatively
-            raise
-        finally:
+        flushes: set[asyncio.Task[None]] = set()
+
+        def arm() -> None:
+            nonlocal timer, timer_at
+            deadline = writer.deadline
+            if deadline == timer_at:
+                return
             if timer is not None:
                 timer.cancel()
-            await producer  # the producer never outlives the run (it ends on stop or error)
+            timer_at = deadline
+            timer = None if deadline is None else loop.call_at(
+                loop.time() + max(0.0, deadline - time.monotonic()), on_timer)
+
+        def on_timer() -> None:
+            nonlocal timer, timer_at
+            timer, timer_at = None, None
+            task = loop.create_task(flush_due())
+            flushes.add(task)
+            task.add_done_callback(flushes.discard)
+
+        async def flush_due() -> None:
+            async with lock:
+                if writer.deadline is not None and time.monotonic() >= writer.deadline:
+                    await writer.flush()
+                arm()
+
+        stream = self.turn(
+            req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
+            is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,
+            user_role=req.user_role, run_id=run.run_id,
+        )
+        try:
+            try:
+                async for item in stream:
+                    data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+                    tracker.see(data, item)
+                    async with lock:
+                        await writer.push(data)
+                        arm()
+            except BaseException:
+                # The writer failed (or the task was cancelled): let the agent end cooperatively;
+                # its remaining events are dropped (the caller reports the failure).
+                run.stop_event.set()
+                await _drain(stream)
+                raise
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                if flushes:
+                    await asyncio.gather(*flushes, return_exceptions=True)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
         await writer.flush()
         return tracker.result(await _is_first_turn(req.session_id) if tracker.succeeded else False)
 
@@ -336,6 +349,15 @@ async def _turn_finished(session_id: str) -> None:
     from sessions_app.hooks import run_turn_finished_hooks
 
     await database_sync_to_async(run_turn_finished_hooks)(session_id)
+
+
+async def _drain(stream: Any) -> None:
+    """Run the agent's stream to its end, dropping its events (after a stop request)."""
+    try:
+        async for _ in stream:
+            pass
+    except Exception:
+        log.warning("run_drain_failed", exc_info=True)
 
 
 async def _safe(coro: Any) -> None:
