@@ -8,6 +8,7 @@ navi_site worker` and `celery -A navi_site beat` as separate processes (Procfile
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 
@@ -76,6 +77,11 @@ class Command(BaseCommand):
             reactor.addSystemEventTrigger("before", "shutdown", begin_shutdown)
             for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C and `kill` both stop cleanly
                 signal.signal(sig, lambda *_: reactor.callFromThread(reactor.stop))
+            # Everything imported and built so far lives as long as the server: out of the
+            # collector's sight, a full collection no longer walks it (~150 000 objects; with 100
+            # sessions streaming a full collection stalled the loop 120-210 ms, now 35-90 ms).
+            gc.collect()
+            gc.freeze()
             log.info("server_ready", host=host, port=port)
 
         server = Server(
