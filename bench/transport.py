@@ -320,6 +320,7 @@ def bystander(base_url: str, token: str, start_at: float, seconds: float, out: A
     parts = urlsplit(base_url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     lat: list[float] = []
+    seen: list[float] = []
     errors = 0
     time.sleep(max(0.0, start_at - time.time()))
     t0 = time.perf_counter()
@@ -340,7 +341,8 @@ def bystander(base_url: str, token: str, start_at: float, seconds: float, out: A
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
             continue
         lat.append((time.perf_counter() - began) * 1000)
-    out.put({"latencies": lat, "errors": errors})
+        seen.append(time.time())
+    out.put({"latencies": lat, "seen": seen, "errors": errors})
 
 
 def create_sessions(live: Any, n: int) -> list[str]:
@@ -379,7 +381,8 @@ def measure_concurrent(live: Any, model: PacedModel, sids: list[str], rate: floa
             "steady_p99_ms": percentile([v for t, v in zip(streams["seen"], lat, strict=True)
                                          if start_at + stagger + 3 <= t <= start_at + seconds], 99),
             "server_cpu_pct": cpu, "client_cpu_s": streams["cpu_s"],
-            "per_second_p99": per_second_p99(streams["seen"], lat, start_at)}
+            "per_second_p99": per_second_p99(streams["seen"], lat, start_at),
+            "by_per_second": per_second_p99(bys["seen"], blat, start_at)}
 
 
 def per_second_p99(seen: list[float], lat: list[float], t0: float) -> str:
@@ -544,6 +547,7 @@ def main() -> None:
                       f"| failed turns={r['n_failures']} {r['failures']}", flush=True)
                 if args.verbose:
                     print(f"    client CPU {r['client_cpu_s']:.1f} s; p99 by second: {r['per_second_p99']}")
+                    print(f"    bystander's worst by second: {r['by_per_second']}")
         if "c" in only:
             sids = sids or create_sessions(live, 100)
             r = measure_idle(live, sids, args.idle, args.hold)
