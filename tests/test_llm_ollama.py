@@ -160,6 +160,13 @@ async def test_connection_refused_names_url() -> None:
     assert str(err.value).startswith("cannot connect to the Ollama server"), err.value  # not "timed out"
 
 
+async def test_a_non_http_url_is_not_called_a_broken_answer() -> None:
+    with pytest.raises(LLMError) as err:
+        await collect(OllamaBackend("ftp://127.0.0.1:1").stream_complete(HI, model="m"))
+    assert str(err.value).startswith("the Ollama server address ftp://127.0.0.1:1"), err.value
+    assert "not an http:// or https:// URL — check OLLAMA_HOST" in str(err.value)
+
+
 async def test_network_guard_refuses_non_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NAVI_TEST_NETWORK_GUARD", "1")
     with pytest.raises(BackendUnreachable, match="only loopback"):

@@ -43,7 +43,7 @@ def llm_client(timeout: httpx.Timeout) -> httpx.AsyncClient:
     h11's pure-Python parsing plus anyio's pause/resume of the socket, ~40 % of the server's
     event loop with 100 sessions streaming. aiohttp parses in C (llhttp) and keeps reading.
     The httpx API (requests, streamed responses, env proxies, errors) stays the same: the
-    errors are re-mapped from aiohttp's own (``_AiohttpErrors``) so that "cannot connect"
+    errors are re-mapped from aiohttp's own (``_httpx_error``) so that "cannot connect"
     and "broke off mid-answer" keep meaning what they say."""
     return _Client(timeout=timeout, verify=shared_ssl_context())
 
@@ -89,7 +89,9 @@ def _httpx_error(exc: BaseException, request: httpx.Request, *, reading: bool = 
         kind = httpx.ReadTimeout if reading or isinstance(cause, aiohttp.SocketTimeoutError) else httpx.PoolTimeout
     elif isinstance(cause, aiohttp.ClientConnectorError):
         kind = httpx.ConnectError
-    elif isinstance(cause, aiohttp.InvalidURL):
+    elif isinstance(cause, aiohttp.ClientHttpProxyError):
+        kind = httpx.ProxyError
+    elif isinstance(cause, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
         kind = httpx.UnsupportedProtocol
     elif isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
         kind = httpx.RemoteProtocolError
@@ -156,6 +158,8 @@ def transport_error(exc: httpx.HTTPError, *, url: str, server: str, setting: str
         return BackendUnreachable(
             f"cannot connect to the {server} at {url} ({_reason(exc)}) — is it running? Check {setting}"
         )
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return BackendUnreachable(f"the {server} address {url} is not an http:// or https:// URL — check {setting}")
     if isinstance(exc, httpx.TimeoutException):
         return StreamTimeout(f"the {server} at {url} stopped answering ({type(exc).__name__}); the request was cancelled")
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
