@@ -223,11 +223,12 @@ class RunRegistry:
         timer: asyncio.TimerHandle | None = None
         timer_at: float | None = None
         flushes: set[asyncio.Task[None]] = set()
+        closed = False
 
         def arm() -> None:
             nonlocal timer, timer_at
             deadline = writer.deadline
-            if deadline == timer_at:
+            if closed or deadline == timer_at:
                 return
             if timer is not None:
                 timer.cancel()
@@ -244,8 +245,11 @@ class RunRegistry:
 
         async def flush_due() -> None:
             async with lock:
-                if writer.deadline is not None and time.monotonic() >= writer.deadline:
-                    await writer.flush()
+                try:
+                    if writer.deadline is not None and time.monotonic() >= writer.deadline:
+                        await writer.flush()
+                except Exception:  # the writer logs its own store/fan-out failures; this is a bug
+                    log.exception("run_flush_failed", session_id=req.session_id, run_id=run.run_id)
                 arm()
 
         stream = self.turn(
@@ -268,6 +272,7 @@ class RunRegistry:
                 await _drain(stream)
                 raise
             finally:
+                closed = True
                 if timer is not None:
                     timer.cancel()
                 if flushes:
