@@ -12,13 +12,15 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from navi_site.http_loop import HttpLoop  # noqa: E402
 from navi_site.ws_auth import WebSocketAuthStack  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # No separate web server is needed in embedded mode: static files come from here.
-        "http": ASGIStaticFilesHandler(django_asgi_app),
+        # HTTP on its own event loop: REST stays quick while the server's loop streams (http_loop.py).
+        "http": HttpLoop(ASGIStaticFilesHandler(django_asgi_app)),
         "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
     }
 )
