@@ -167,9 +167,9 @@ class RunRegistry:
             if time.monotonic() > deadline:
                 return False
             run = self.runs.get(str(session_id))
-            if run is not None:
+            if run is not None and run.loop is asyncio.get_running_loop():
                 await asyncio.wait({run.done}, timeout=min(0.5, max(0.0, deadline - time.monotonic())))
-            else:
+            else:  # in another process, or on another loop of this one (HTTP has its own)
                 await asyncio.sleep(0.05)
         return True
 

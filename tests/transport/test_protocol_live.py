@@ -146,6 +146,24 @@ async def test_stop_via_rest_and_frame(navi: Any, fake_ollama: Any) -> None:
     await ws.close()
 
 
+async def test_delete_during_a_turn_stops_it_first(navi: Any, fake_ollama: Any) -> None:
+    """DELETE waits for the turn (running on the server's loop) to stop, from the HTTP loop."""
+    sid = _session(navi)
+    fake_ollama.script(text="DIRECT")
+    fake_ollama.script(text=LONG * 3, **SLOW)
+    ws = await _idle(navi, sid)
+    await ws.send({"type": "message", "content": "Tell me a long story"})
+    await ws.until("stream_delta")
+    started = time.monotonic()
+    status, out = await asyncio.to_thread(navi.request, "DELETE", f"/sessions/{sid}")
+    assert status == 200 and out == {"ok": True}, out
+    assert time.monotonic() - started < 5  # stopped cooperatively, not the 15 s wait_idle limit
+    assert types(await ws.until("session_sync"))[-2:] == ["stream_stopped", "session_sync"]
+    status, out = navi.request("GET", f"/sessions/{sid}")
+    assert status == 404, out
+    await ws.close()
+
+
 async def test_two_tabs_see_the_same_events(navi: Any, fake_ollama: Any) -> None:
     sid = _session(navi)
     fake_ollama.script(text="DIRECT")
