@@ -139,7 +139,6 @@ class LoopState:
     start: int  # index in turn.history where this turn's messages begin
     model: str = ""  # "backend:model", the key of ``observe``
     off: frozenset[str] = frozenset()  # aids this profile switched off one by one
-    shortlisted: bool = False  # known as a text caller when the turn began: the tools are shortlisted
     known_text_caller: bool = False  # known as a text caller when the turn began
     force_answer: bool = False
     repaired: bool = False
@@ -149,6 +148,11 @@ class LoopState:
     todo_set: bool = False  # this turn set the todo list (a text caller must not set it again)
     asked_again: bool = False  # a refusal was answered with the call template once
     todo_reminders: int = 0  # calls of todo after this turn set it, answered with the next step
+
+    @property
+    def shortlisted(self) -> bool:
+        """Its tools are shortlisted this turn (a known text caller, the aid on)."""
+        return self.known_text_caller and self.on("shortlist")
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off

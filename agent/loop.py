@@ -244,7 +244,6 @@ class Agent:
                           off=frozenset(turn.profile.local_model_aids_off))
         state.greeting = state.on("greeting") and bool(SMALL_TALK.match(turn.goal or ""))
         state.known_text_caller = writes_text_calls(model)
-        state.shortlisted = state.on("shortlist") and state.known_text_caller
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"

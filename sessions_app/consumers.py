@@ -275,12 +275,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.last_seq = seq
             self.last_event_at = time.monotonic()
             self._set_turn_open(event.get("type") != "session_sync")
-        server_send = self.scope.get("navi.server_send")
-        if server_send is None:
-            await self.send_json(event)
-            return
-        self.last_sent = time.monotonic()
-        await server_send({"type": "websocket.send", "text": _encode(event)})
+        await self.send_json(event)
 
     def _set_turn_open(self, value: bool) -> None:
         self.turn_open = value
@@ -303,7 +298,14 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def send_json(self, content: Any, close: bool = False) -> None:
         self.last_sent = time.monotonic()
-        await super().send_json(content, close)
+        # A frame goes straight to the server (navi_site.ws_auth.ServerSend): Channels' session
+        # wrapper around send only matters for HTTP responses, and streamed events are thousands
+        # of frames a second. A close still goes through the stack.
+        server_send = self.scope.get("navi.server_send")
+        if server_send is None or close:
+            await super().send_json(content, close)
+            return
+        await server_send({"type": "websocket.send", "text": _encode(content)})
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:

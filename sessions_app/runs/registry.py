@@ -258,29 +258,24 @@ class RunRegistry:
             user_role=req.user_role, run_id=run.run_id,
         )
         try:
-            try:
-                async for item in stream:
-                    data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
-                    tracker.see(data, item)
-                    async with lock:
-                        await writer.push(data)
-                        arm()
-            except BaseException:
-                # The writer failed (or the task was cancelled): let the agent end cooperatively;
-                # its remaining events are dropped (the caller reports the failure).
-                run.stop_event.set()
-                await _drain(stream)
-                raise
-            finally:
-                closed = True
-                if timer is not None:
-                    timer.cancel()
-                if flushes:
-                    await asyncio.gather(*flushes, return_exceptions=True)
+            async for item in stream:
+                data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+                tracker.see(data, item)
+                async with lock:
+                    await writer.push(data)
+                    arm()
+        except BaseException:
+            # The writer failed (or the task was cancelled): let the agent end cooperatively;
+            # its remaining events are dropped (the caller reports the failure).
+            run.stop_event.set()
+            await _drain(stream)
+            raise
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            closed = True
+            if timer is not None:
+                timer.cancel()
+            if flushes:
+                await asyncio.gather(*flushes, return_exceptions=True)
         await writer.flush()
         return tracker.result(await _is_first_turn(req.session_id) if tracker.succeeded else False)
 
