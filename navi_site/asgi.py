@@ -12,7 +12,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from navi_site.http_loop import HttpLoop  # noqa: E402
+from navi_site.http_loop import HttpLoop, SyncRequests  # noqa: E402
 from navi_site.ws_auth import WebSocketAuthStack  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
@@ -20,7 +20,7 @@ application = ProtocolTypeRouter(
     {
         # No separate web server is needed in embedded mode: static files come from here.
         # HTTP on its own event loop: REST stays quick while the server's loop streams (http_loop.py).
-        "http": HttpLoop(ASGIStaticFilesHandler(django_asgi_app)),
+        "http": HttpLoop(ASGIStaticFilesHandler(django_asgi_app), SyncRequests()),
         "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -19,10 +19,13 @@ an upload and the disconnect are fetched from daphne's loop when asked for.
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
+from django.core.handlers.asgi import ASGIHandler as ASGIHandlerBase
 
 log = structlog.get_logger(__name__)
 
@@ -32,8 +35,9 @@ Message = dict[str, Any]
 class HttpLoop:
     """ASGI middleware: run the ``http`` scope of ``inner`` on a dedicated event-loop thread."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, sync: SyncRequests | None = None) -> None:
         self.inner = inner
+        self.sync = sync
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
 
@@ -52,6 +56,8 @@ class HttpLoop:
             return await self.inner(scope, receive, send)
         server = asyncio.get_running_loop()
         first: list[Message] = [await receive()]
+        if self.sync is not None and self.sync.accepts(scope, first[0]):
+            return await self.sync(scope, first[0].get("body", b""), send)
 
         async def bridged_receive() -> Message:
             if first:
@@ -78,3 +84,104 @@ def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
 def _log_failure(handed: Any) -> None:
     if not handed.cancelled() and handed.exception() is not None:
         log.warning("http_send_failed", error=repr(handed.exception()))
+
+
+class SyncRequests:
+    """Requests whose view is synchronous, handled whole in one worker thread.
+
+    Django's ASGI handler runs a sync view through ``sync_to_async``, and the request-started
+    signal, the view and the response's close each cross from the event loop to Django's one
+    sync thread and back: with daphne's loop busy streaming, every crossing waits for the GIL
+    behind it. Here the request is handed to a thread once, and Django's synchronous handler
+    (the WSGI path: same middleware, signals and error pages) runs it there, like a WSGI
+    server would. The response comes back in one crossing; a streamed response (a file
+    download) is sent part by part, each part waiting for daphne to take it.
+
+    Only complete requests (the body arrived in one message) with a synchronous view come
+    here; uploads, async views (a turn started by ``POST /messages``) and static files take
+    the event-loop path.
+    """
+
+    def __init__(self, workers: int = 4) -> None:
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._handler: Any = None
+        self._lock = threading.Lock()
+
+    def accepts(self, scope: dict[str, Any], first: Message) -> bool:
+        from asgiref.sync import iscoroutinefunction
+        from django.conf import settings
+        from django.urls import Resolver404, resolve
+
+        if first.get("type") != "http.request" or first.get("more_body"):
+            return False
+        path = scope.get("path", "")
+        static = settings.STATIC_URL or ""
+        if static.startswith("/") and path.startswith(static):
+            return False
+        try:
+            match = resolve(path)
+        except Resolver404:
+            return True  # Django's 404, sync
+        return not iscoroutinefunction(match.func)
+
+    async def __call__(self, scope: dict[str, Any], body: bytes, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+
+        def send_from_thread(message: Message) -> None:
+            asyncio.run_coroutine_threadsafe(send(message), loop).result()
+
+        messages = await loop.run_in_executor(self._executor(), self._handle, scope, body, send_from_thread)
+        for message in messages:
+            await send(message)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="navi-http")
+                self._handler = _SyncHandler()
+            return self._pool
+
+    def _handle(self, scope: dict[str, Any], body: bytes, send: Any) -> list[Message]:
+        from django.core import signals
+        from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+        from django.urls import set_script_prefix
+
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=ASGIHandler, scope=scope)
+        body_file = io.BytesIO(body)
+        response: Any = None
+        try:
+            request, response = self._handler.create_request(scope, body_file)
+            if request is not None:
+                response = self._handler.get_response(request)
+            start = {"type": "http.response.start", "status": response.status_code,
+                     "headers": _headers(response)}
+            if not response.streaming:
+                return [start, {"type": "http.response.body", "body": response.content}]
+            send(start)
+            for part in response:
+                send({"type": "http.response.body", "body": part, "more_body": True})
+            send({"type": "http.response.body"})
+            return []
+        finally:
+            body_file.close()
+            if response is not None:
+                response.close()  # request_finished: the thread's database connection is tidied
+            else:
+                signals.request_finished.send(sender=ASGIHandler)
+
+
+class _SyncHandler(ASGIHandlerBase):
+    """Django's ASGI request parsing with the synchronous middleware chain."""
+
+    def __init__(self) -> None:  # not ASGIHandler's: that loads the async chain
+        self.load_middleware(is_async=False)
+
+
+def _headers(response: Any) -> list[tuple[bytes, bytes]]:
+    """The response's headers and cookies as ASGI wants them (as Django's ASGI handler sends them)."""
+    out = [(k.encode("ascii") if isinstance(k, str) else bytes(k), v.encode("latin1") if isinstance(v, str) else bytes(v))
+           for k, v in response.items()]
+    out += [(b"Set-Cookie", c.output(header="").encode("ascii").strip()) for c in response.cookies.values()]
+    return out

@@ -6,8 +6,10 @@ import threading
 from typing import Any
 
 import pytest
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import path
 
-from navi_site.http_loop import HttpLoop
+from navi_site.http_loop import HttpLoop, SyncRequests
 
 
 class Recorder:
@@ -85,3 +87,77 @@ async def test_a_client_gone_cancels_the_request() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await asyncio.get_running_loop().run_in_executor(None, cancelled.wait, 5)
+
+
+# -- SyncRequests: a sync view handled whole in one worker thread ------------------------------
+
+VIEW_THREADS: list[str] = []
+
+
+def sync_view(request: HttpRequest) -> HttpResponse:
+    VIEW_THREADS.append(threading.current_thread().name)
+    response = JsonResponse({"path": request.path, "q": request.GET.get("q")})
+    response.set_cookie("seen", "1")
+    return response
+
+
+def streamed_view(request: HttpRequest) -> StreamingHttpResponse:
+    return StreamingHttpResponse(b"part%d " % i for i in range(5))
+
+
+async def async_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("async")
+
+
+urlpatterns = [path("sync", sync_view), path("streamed", streamed_view), path("async", async_view)]
+
+
+def http_scope(route: str, query: bytes = b"") -> dict[str, Any]:
+    return {"type": "http", "method": "GET", "path": route, "query_string": query, "root_path": "",
+            "headers": [(b"host", b"testserver")], "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
+
+
+@pytest.fixture
+def test_urls(settings: Any) -> None:
+    settings.ROOT_URLCONF = __name__
+    VIEW_THREADS.clear()
+
+
+async def test_a_sync_view_runs_whole_in_a_worker_thread_and_its_answer_is_sent_on_the_loop(test_urls: None) -> None:
+    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise AssertionError("a complete request for a sync view must not take the loop path")
+
+    server = Recorder([{"type": "http.request", "body": b""}])
+    await HttpLoop(inner, SyncRequests())(http_scope("/sync", b"q=x"), server.receive, server.send)
+    assert VIEW_THREADS and VIEW_THREADS[0].startswith("navi-http")
+    start, body = server.sent
+    assert start["status"] == 200
+    headers = dict(start["headers"])
+    assert headers[b"Content-Type"] == b"application/json"
+    assert headers[b"X-Request-ID"]  # our middleware ran (the synchronous chain)
+    assert headers[b"Set-Cookie"].startswith(b"seen=1")
+    assert body == {"type": "http.response.body", "body": b'{"path": "/sync", "q": "x"}'}
+    assert server.send_threads == {threading.current_thread().name}
+
+
+async def test_a_streamed_response_is_sent_part_by_part_in_order(test_urls: None) -> None:
+    server = Recorder([{"type": "http.request", "body": b""}])
+    await HttpLoop(None, SyncRequests())(http_scope("/streamed"), server.receive, server.send)
+    assert [m["type"] for m in server.sent] == ["http.response.start"] + ["http.response.body"] * 6
+    assert b"".join(m.get("body", b"") for m in server.sent) == b"part0 part1 part2 part3 part4 "
+    assert not server.sent[-1].get("more_body")
+    assert server.send_threads == {threading.current_thread().name}
+
+
+async def test_unknown_paths_get_djangos_404_from_the_thread(test_urls: None) -> None:
+    server = Recorder([{"type": "http.request", "body": b""}])
+    await HttpLoop(None, SyncRequests())(http_scope("/nowhere"), server.receive, server.send)
+    assert server.sent[0]["status"] == 404
+
+
+async def test_async_views_and_uploads_take_the_loop_path(test_urls: None) -> None:
+    sync = SyncRequests()
+    assert sync.accepts(http_scope("/sync"), {"type": "http.request", "body": b""})
+    assert not sync.accepts(http_scope("/async"), {"type": "http.request", "body": b""})
+    assert not sync.accepts(http_scope("/sync"), {"type": "http.request", "body": b"a", "more_body": True})
+    assert not sync.accepts(http_scope("/static/app.js"), {"type": "http.request", "body": b""})
