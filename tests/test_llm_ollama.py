@@ -2,11 +2,15 @@
 # ruff: noqa: F811  (the fixture import below is re-bound by each test's parameter)
 from __future__ import annotations
 
+import asyncio
+import gzip
 import socket
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
+from agent.llm import http_common
 from agent.llm.base import (
     BackendUnreachable,
     ChatMessage,
@@ -16,7 +20,7 @@ from agent.llm.base import (
     StreamChunk,
     ToolCallRequest,
 )
-from agent.llm.http_common import iter_lines
+from agent.llm.http_common import iter_lines, llm_client, response_lines
 from agent.llm.ollama import OllamaBackend, message_to_wire
 from tests.fakes.fake_llm import FakeLLMServer
 from tests.fakes.fixtures import fake_ollama  # noqa: F401
@@ -251,3 +255,50 @@ async def test_aclose_closes_the_http_response(fake_ollama: FakeLLMServer) -> No
     await gen.aclose()
     assert await fake_ollama.wait_for(lambda f: f.closed_by_client == 1 and f.open_streams == 0)
     assert fake_ollama.completed_streams == 0
+
+
+async def _serve_pieces(pieces: list[bytes], headers: bytes = b"") -> tuple[asyncio.base_events.Server, str]:
+    """A one-route HTTP server that writes the body in ``pieces`` (each its own TCP write)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n%s\r\n" % headers)
+        for piece in pieces:
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(0.002)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+
+
+async def _lines_of(url: str, *, direct: bool = True) -> list[str]:
+    async with llm_client(httpx.Timeout(5.0)) as client, client.stream("GET", url) as response:
+        assert (http_common.aiohttp_buffer(response) is not None) is direct  # which path is tested
+        return [line async for line in response_lines(response)]
+
+
+@pytest.mark.parametrize("size", [1, 3, 9, 64])
+async def test_response_lines_from_aiohttps_buffer_any_split(size: int) -> None:
+    data = b'{"a": 1}\n\n{"b": "\xc3\xa9"}\r\n{"c": 3}\nlast'
+    server, url = await _serve_pieces([data[i : i + size] for i in range(0, len(data), size)])
+    async with server:
+        assert await _lines_of(url) == ['{"a": 1}', "", '{"b": "é"}', '{"c": 3}', "last"]
+
+
+async def test_response_lines_of_a_compressed_body_are_decoded() -> None:
+    body = gzip.compress(b'{"a": 1}\n{"b": 2}\n')
+    server, url = await _serve_pieces([body[:10], body[10:]], b"Content-Encoding: gzip\r\n")
+    async with server:
+        assert await _lines_of(url, direct=False) == ['{"a": 1}', '{"b": 2}']
+
+
+async def test_response_lines_refuse_an_endless_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_common, "MAX_LINE", 1000)
+    server, url = await _serve_pieces([b"x" * 600, b"x" * 600, b"\n"])
+    async with server:
+        with pytest.raises(LLMError, match="line longer than"):
+            await _lines_of(url)

@@ -37,13 +37,13 @@ from agent.llm.http_common import (
     as_dict,
     check_network_guard,
     error_text,
-    iter_lines,
     llm_client,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
     read_body,
     read_error_body,
+    response_lines,
     timeout,
     transport_error,
 )
@@ -286,7 +286,7 @@ class OllamaBackend:
 
     async def _parse_stream(self, response: httpx.Response) -> AsyncIterator[StreamChunk]:
         finished = False
-        async for line in iter_lines(response.aiter_bytes()):
+        async for line in response_lines(response):
             data = _parse_line(line)
             if data is None:
                 continue

@@ -32,13 +32,13 @@ from agent.llm.base import (
 from agent.llm.http_common import (
     as_dict,
     check_network_guard,
-    iter_lines,
     llm_client,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
     read_body,
     read_error_body,
+    response_lines,
     timeout,
     transport_error,
 )
@@ -354,7 +354,7 @@ def _finish_call(partial: _PartialCall) -> ToolCallRequest:
 async def _parse_sse(response: httpx.Response, base_url: str) -> AsyncIterator[StreamChunk]:
     state = _StreamState()
     saw_done = False
-    async for line in iter_lines(response.aiter_bytes()):
+    async for line in response_lines(response):
         if not line.startswith("data:"):
             continue  # blank separators, ": comments", event:/id:/retry: fields
         payload = line[5:].strip()
