@@ -84,7 +84,30 @@ class ServerSend:
         self.inner = inner
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        return await self.inner({**scope, "navi.server_send": send}, receive, send)
+        return await self.inner({**scope, "navi.server_send": send, "navi.server_send_now": _send_now(send)},
+                                receive, send)
+
+
+def _send_now(send: Any) -> Any:
+    """A plain function doing what daphne's ``send`` does, or None under another server.
+
+    Daphne's ``send`` is ``partial(server.handle_reply, protocol)``: a coroutine that never
+    suspends (it checks the connection and hands the message to Twisted). The in-memory
+    channel layer delivers a session's live events through this without a task switch
+    (``NaviInMemoryChannelLayer.attach``)."""
+    func = getattr(send, "func", None)
+    server = getattr(func, "__self__", None)
+    args = getattr(send, "args", ())
+    if getattr(func, "__name__", "") != "handle_reply" or len(args) != 1 or not hasattr(server, "connections"):
+        return None
+    protocol = args[0]
+
+    def send_now(message: dict[str, Any]) -> None:
+        connection = server.connections.get(protocol)
+        if connection is not None and not connection.get("disconnected"):
+            protocol.handle_reply(message)
+
+    return send_now
 
 
 def WebSocketAuthStack(inner: Any) -> Any:  # noqa: N802 - mirrors channels' AuthMiddlewareStack

@@ -49,6 +49,34 @@ def configure_factory(factory: Any, *, compression: bool = True) -> None:
     if compression:
         factory.setProtocolOptions(perMessageCompressionAccept=accept_deflate)
     plain_autobahn_log_arguments()
+    eager_tcp_writes()
+
+
+def eager_tcp_writes() -> None:
+    """Twisted's TCP ``write`` only buffers: it registers the socket for writability, sends on
+    the next loop turn, then unregisters it — two ``epoll_ctl`` calls and a callback for every
+    WebSocket frame (~6 % of the server's loop with 100 sessions streaming, where a frame goes
+    out every 30 ms per socket). Like asyncio's transports, send at once when nothing is
+    buffered; only what the kernel does not take is buffered, the Twisted way. TLS
+    connections (Twisted's TLS layer) and errors (handled by the buffered path) are unchanged."""
+    from twisted.internet import tcp
+
+    buffered = tcp.Connection.write
+    if getattr(buffered, "navi_eager", False):
+        return
+
+    def write(self: Any, data: bytes) -> None:
+        if (data and self.connected and not self.TLS and not self._writeDisconnected
+                and not self._tempDataBuffer and self.offset == len(self.dataBuffer)):
+            sent = self.writeSomeData(data)
+            if isinstance(sent, int):
+                if sent == len(data):
+                    return
+                data = bytes(memoryview(data)[sent:])
+        buffered(self, data)
+
+    write.navi_eager = True  # type: ignore[attr-defined]
+    tcp.Connection.write = write
 
 
 def plain_autobahn_log_arguments() -> None:

@@ -89,7 +89,8 @@ def _after(scope: dict[str, Any]) -> int | None:
 
 
 async def dispatch_serially(sources: list[Callable[[], Awaitable[dict[str, Any]]]],
-                            dispatch: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+                            dispatch: Callable[[dict[str, Any]], Awaitable[None]],
+                            lock: asyncio.Lock | None = None) -> None:
     """Channels' ``await_many_dispatch`` without a task per message.
 
     The stock loop starts a new task for every message it receives and waits on all of them
@@ -98,8 +99,9 @@ async def dispatch_serially(sources: list[Callable[[], Awaitable[dict[str, Any]]
     one long-lived receiver; a lock keeps dispatch serial across both, as before: one message
     at a time, each source's messages in order, and the next message of a source is not read
     until its previous one was handled. Ends on StopConsumer or the first error (re-raised).
+    ``lock`` is held while a message is dispatched (the consumer's direct delivery checks it).
     """
-    lock = asyncio.Lock()
+    lock = lock or asyncio.Lock()
     closed = False
 
     async def receive_from(source: Callable[[], Awaitable[dict[str, Any]]]) -> None:
@@ -147,10 +149,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
             sources.append(self.channel_receive)
         self.base_send = send
+        self.dispatching = asyncio.Lock()
         try:
-            await dispatch_serially(sources, self.dispatch)
+            await dispatch_serially(sources, self.dispatch, self.dispatching)
         except StopConsumer:
             pass
+        finally:
+            self._detach()
 
     async def connect(self) -> None:
         # Close codes can only be sent on an accepted socket: accept, then close.
@@ -180,6 +185,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         await self.on_joined()
         # After the replay or session_sync: a slow log read must not put a heartbeat first.
         self.heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
+        attach = getattr(self.channel_layer, "attach", None)
+        if attach is not None and self.scope.get("navi.server_send_now") is not None:
+            attach(self.channel_name, self._deliver_now)
 
     async def on_joined(self) -> None:
         """Replay the running turn (events with seq > ?after), or session_sync when idle."""
@@ -208,7 +216,34 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if not events or events[-1].get("type") != "session_sync":
             await self.send_json({"type": "session_sync"})
 
+    def _deliver_now(self, message: dict[str, Any]) -> bool:
+        """A live event sent from the publisher's step (in-memory layer, ``attach``); False
+        leaves it to the queue: while a message is being dispatched (a replay, a gap fill, a
+        client's frame), when an internal message waits, or when the event is not the next one."""
+        if message.get("type") != "session.event" or self.dispatching.locked() or not self.inbox.empty():
+            return False
+        event = message["event"]
+        seq = event.get("seq")
+        if isinstance(seq, int) and seq != self.last_seq + 1:
+            return seq <= self.last_seq  # already sent; a gap is filled from the log by the queued path
+        try:
+            if isinstance(seq, int):
+                self.last_seq = seq
+                self.last_event_at = time.monotonic()
+                self._set_turn_open(event.get("type") != "session_sync")
+            self.last_sent = time.monotonic()
+            self.scope["navi.server_send_now"]({"type": "websocket.send", "text": _encode(event)})
+        except Exception:  # this client's socket: the publisher and the other clients carry on
+            self.log.warning("ws_direct_send_failed", seq=seq, exc_info=True)
+        return True
+
+    def _detach(self) -> None:
+        detach = getattr(self.channel_layer, "detach", None)
+        if detach is not None and getattr(self, "channel_name", None):
+            detach(self.channel_name)
+
     async def disconnect(self, code: int) -> None:
+        self._detach()
         for task in (getattr(self, "heartbeat", None), getattr(self, "tail_task", None)):
             if task is not None:
                 task.cancel()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
@@ -35,7 +36,25 @@ CLEAN_INTERVAL_S = 1.0
 
 
 class NaviInMemoryChannelLayer(InMemoryChannelLayer):
+    """See the module docstring; ``attach`` lets a consumer take group messages directly."""
+
     _next_clean = 0.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.direct: dict[str, Callable[[dict[str, Any]], bool]] = {}
+
+    def attach(self, channel: str, deliver: Callable[[dict[str, Any]], bool]) -> None:
+        """Hand ``channel``'s group messages to ``deliver`` while its queue is empty.
+
+        ``deliver`` returns False to have the message queued instead (its consumer is busy with
+        something else). A live event then reaches the client within the publisher's own step:
+        no queue, no task wake-up, no dispatch per event and subscriber (~10 % of the loop with
+        100 sessions streaming). A queued backlog is always drained first: order is kept."""
+        self.direct[channel] = deliver
+
+    def detach(self, channel: str) -> None:
+        self.direct.pop(channel, None)
 
     def _clean_expired(self) -> None:
         now = time.monotonic()
@@ -76,6 +95,11 @@ class NaviInMemoryChannelLayer(InMemoryChannelLayer):
         self.require_valid_group_name(group)
         self._clean_expired()
         for channel in list(self.groups.get(group, ())):
+            deliver = self.direct.get(channel)
+            if deliver is not None:
+                queue = self.channels.get(channel)
+                if (queue is None or queue.empty()) and deliver(message):
+                    continue
             try:
                 self._put(channel, message)  # shared by the members: see the module docstring
             except ChannelFull:

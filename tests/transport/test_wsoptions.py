@@ -3,6 +3,8 @@ embedded channel layer's group_send (sessions_app/layers.py)."""
 from __future__ import annotations
 
 import asyncio
+import socket
+from typing import Any
 
 from autobahn.websocket.compress import PerMessageDeflate, PerMessageDeflateOffer
 
@@ -72,3 +74,82 @@ def test_group_send_reaches_every_member_in_order() -> None:
         return out
 
     assert asyncio.run(run()) == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4]]
+
+
+def test_an_attached_member_takes_messages_directly_but_never_ahead_of_its_queue() -> None:
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        layer = NaviInMemoryChannelLayer(capacity=10)
+        a, b = await layer.new_channel(), await layer.new_channel()
+        for name in (a, b):
+            await layer.group_add("g", name)
+        taken: list[int] = []
+        accepting = True
+
+        def deliver(message: dict[str, Any]) -> bool:
+            if accepting:
+                taken.append(message["i"])
+            return accepting
+
+        layer.attach(a, deliver)
+        await layer.group_send("g", {"type": "x", "i": 0})  # taken directly
+        accepting = False
+        await layer.group_send("g", {"type": "x", "i": 1})  # refused: queued
+        accepting = True
+        await layer.group_send("g", {"type": "x", "i": 2})  # 1 still queued: queued behind it
+        queued = [(await layer.receive(a))["i"], (await layer.receive(a))["i"]]
+        await layer.group_send("g", {"type": "x", "i": 3})  # queue empty again: direct
+        layer.detach(a)
+        await layer.group_send("g", {"type": "x", "i": 4})  # detached: queued
+        queued.append((await layer.receive(a))["i"])
+        others = [(await layer.receive(b))["i"] for _ in range(5)]  # a plain member gets all, queued
+        return taken, queued, others
+
+    taken, queued, others = asyncio.run(run())
+    assert taken == [0, 3]
+    assert queued == [1, 2, 4]
+    assert others == [0, 1, 2, 3, 4]
+
+
+class _Reactor:
+    """Records which descriptors asked to be told when they can write."""
+
+    def __init__(self) -> None:
+        self.writers: list[Any] = []
+
+    def addWriter(self, writer: Any) -> None:  # noqa: N802 - Twisted's reactor interface
+        self.writers.append(writer)
+
+    def removeWriter(self, writer: Any) -> None:  # noqa: N802
+        self.writers.remove(writer)
+
+    def addReader(self, reader: Any) -> None:  # noqa: N802
+        pass
+
+    def removeReader(self, reader: Any) -> None:  # noqa: N802
+        pass
+
+
+def test_tcp_writes_go_out_at_once_and_only_the_rest_waits_for_the_loop() -> None:
+    from twisted.internet import tcp
+
+    wsoptions.eager_tcp_writes()
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    peer.settimeout(5)
+    reactor = _Reactor()
+    connection = tcp.Connection(ours, None, reactor)
+    connection.connected = 1
+    try:
+        connection.write(b"frame one")
+        assert peer.recv(100) == b"frame one"  # sent by write itself
+        assert reactor.writers == []  # no writability round trip through the loop
+        big = b"x" * (16 << 20)  # more than the kernel takes at once
+        connection.write(big)
+        assert reactor.writers == [connection]  # the rest is buffered, the Twisted way
+        pending = connection._tempDataLen
+        assert 0 < pending < len(big)
+        connection.write(b"after")  # behind the buffer, never ahead of it
+        assert connection._tempDataLen == pending + len(b"after")
+    finally:
+        ours.close()
+        peer.close()
