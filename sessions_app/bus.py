@@ -61,6 +61,30 @@ def publish(session_id: str | uuid.UUID, event: dict[str, Any], *, timeout: floa
     async_to_sync(_send)(layer, session_id, event)
 
 
+def can_publish_now() -> bool:
+    """Whether ``publish_now`` can send from this thread: the in-memory layer, on its loop."""
+    layer = get_channel_layer()
+    if layer is None:
+        return True
+    if not hasattr(layer, "group_send_now"):
+        return False
+    target = _server_loop
+    if target is None:
+        return True
+    try:
+        return asyncio.get_running_loop() is target
+    except RuntimeError:
+        return False
+
+
+def publish_now(session_id: str | uuid.UUID, event: dict[str, Any]) -> None:
+    """``apublish`` without a coroutine, where ``can_publish_now()``: embedded mode's timed
+    delta flushes call it straight from a timer (no task per flush)."""
+    layer = get_channel_layer()
+    if layer is not None:
+        layer.group_send_now(group_name(session_id), {"type": "session.event", "event": event})
+
+
 async def _send(layer: Any, session_id: str | uuid.UUID, event: dict[str, Any]) -> None:
     await layer.group_send(group_name(session_id), {"type": "session.event", "event": event})
 

@@ -91,6 +91,10 @@ class NaviInMemoryChannelLayer(InMemoryChannelLayer):
         return message  # type: ignore[no-any-return]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.group_send_now(group, message)
+
+    def group_send_now(self, group: str, message: dict[str, Any]) -> None:
+        """``group_send`` without a coroutine: it never waits (``sessions_app.bus.publish_now``)."""
         assert isinstance(message, dict), "Message is not a dict"
         self.require_valid_group_name(group)
         self._clean_expired()

@@ -130,6 +130,10 @@ class LocalStore:
         return state.seq
 
     async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
+        self.append_now(session_id, seq, event)
+
+    def append_now(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
+        """``append`` without a coroutine (``EventWriter.flush_now``)."""
         state = self._get(session_id)
         state.seq = seq
         state.log.append(event)

@@ -56,17 +56,43 @@ class EventWriter:
     async def flush(self) -> None:
         if self._pending is None:
             return
+        await self._emit(self._take_pending())
+
+    def flush_now(self) -> bool:
+        """``flush`` without awaiting, when the log and the fan-out live in this process and
+        loop (embedded mode): a timer can then close a window without starting a task. False,
+        with nothing done, when they do not (the caller awaits ``flush``)."""
+        from sessions_app.bus import can_publish_now, publish_now
+
+        if self._pending is None:
+            return True
+        append_now = getattr(self.store, "append_now", None)
+        if append_now is None or not can_publish_now():
+            return False
+        numbered = self._number(self._take_pending())
+        append_now(self.session_id, self.seq, numbered)
+        try:
+            publish_now(self.session_id, numbered)
+        except Exception:
+            self.log.exception("run_fanout_failed", seq=self.seq)
+        return True
+
+    def _take_pending(self) -> dict[str, Any]:
+        assert self._pending is not None
         event = self._pending
         event["delta"] = "".join(self._pending_parts)
         self._pending = None
         self._pending_parts = []
-        await self._emit(event)
+        return event
+
+    def _number(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.seq += 1
+        return {**event, "seq": self.seq}
 
     async def _emit(self, event: dict[str, Any]) -> None:
         from sessions_app.bus import apublish
 
-        self.seq += 1
-        numbered = {**event, "seq": self.seq}
+        numbered = self._number(event)
         # Log first, then fan out: a client that joined the group after the send finds
         # the event in the log; one that joined before gets it live (deduped by seq).
         try:

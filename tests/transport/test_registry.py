@@ -364,3 +364,25 @@ async def test_busy_flag_in_session_list(registry: RunRegistry) -> None:
     await run.done
     body = (await client.get("/sessions", headers=auth)).json()
     assert [s["busy"] for s in body["items"] if s["id"] == sid] == [False]
+
+
+async def test_a_timed_flush_in_process_numbers_logs_and_sends_without_a_task(settings: Any) -> None:
+    from sessions_app.runs.store import LocalStore, RedisStore
+    from sessions_app.runs.writer import EventWriter
+
+    sid, token, _ = await make_session()
+    comm = await connect(sid, token)
+    await comm.receive_json_from()
+    store = RedisStore(settings.REDIS_URL) if getattr(settings, "REDIS_URL", "") else LocalStore()
+    writer = EventWriter(store, sid, "r1", coalesce_ms=30, first_seq=await store.begin_log(sid))
+    await writer.push(StreamDelta(delta="a").to_dict())
+    await writer.push(StreamDelta(delta="b").to_dict())
+    if isinstance(store, RedisStore):  # the log is in Redis: only the awaited flush can write it
+        assert writer.flush_now() is False and writer.deadline is not None  # nothing taken
+        await writer.flush()
+    else:
+        assert writer.flush_now() is True and writer.deadline is None
+    sent = await comm.receive_json_from()
+    assert sent["type"] == "stream_delta" and sent["delta"] == "ab"
+    assert (await store.snapshot(sid)).events == [sent]
+    await comm.disconnect()
