@@ -302,3 +302,14 @@ async def test_response_lines_refuse_an_endless_line(monkeypatch: pytest.MonkeyP
     async with server:
         with pytest.raises(LLMError, match="line longer than"):
             await _lines_of(url)
+
+
+def test_streamed_lines_parse_like_json_even_where_orjson_is_stricter() -> None:
+    import json
+
+    for text in ('{"message": {"content": "h\\u00e9 ✓"}, "done": false}',
+                 '{"message": {"content": "\\ud83d"}}',  # a lone surrogate (a model cut mid-emoji)
+                 '{"eval_count": 123456789012345678901234567890}'):  # beyond 64 bits
+        assert http_common.loads_line(text) == json.loads(text)
+    with pytest.raises(ValueError):
+        http_common.loads_line('{"message": ')

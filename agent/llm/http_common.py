@@ -11,6 +11,7 @@ import functools
 import ipaddress
 import json
 import os
+import re
 import ssl
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from urllib.parse import urlparse
 
 import aiohttp
 import httpx
+import orjson
 import structlog
 from httpx_aiohttp import AiohttpTransport, HttpxAiohttpClient
 
@@ -261,6 +263,22 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[str]:
         raise _httpx_error(exc, response.request, reading=True) from exc
     if buffer.strip():
         yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+
+
+def loads_line(text: str) -> Any:
+    """One streamed JSON line (a token's NDJSON line or SSE payload): orjson (~6x faster than
+    json for these small objects, one per token); json where orjson differs: it refuses a lone
+    surrogate escape (a model cut mid-emoji) and turns an integer beyond 64 bits into a float
+    (a tool call's argument must stay exact). Raises ValueError when it is not JSON."""
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+_LONG_NUMBER = re.compile(r"\d{19}")  # 2**63 has 19 digits: any longer integer may not fit
 
 
 async def iter_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:

@@ -38,6 +38,7 @@ from agent.llm.http_common import (
     check_network_guard,
     error_text,
     llm_client,
+    loads_line,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
@@ -328,7 +329,7 @@ def _parse_line(line: str) -> dict[str, Any] | None:
     if not line.strip():
         return None
     try:
-        data = json.loads(line)
+        data = loads_line(line)
     except ValueError:
         log.warning("ollama_malformed_line", line=line[:200])
         return None

@@ -33,6 +33,7 @@ from agent.llm.http_common import (
     as_dict,
     check_network_guard,
     llm_client,
+    loads_line,
     mentions_unsupported,
     new_call_id,
     parse_arguments,
@@ -362,7 +363,7 @@ async def _parse_sse(response: httpx.Response, base_url: str) -> AsyncIterator[S
             saw_done = True
             break
         try:
-            data = json.loads(payload)
+            data = loads_line(payload)
         except ValueError:
             log.warning("openai_malformed_event", line=line[:200])
             continue

@@ -153,3 +153,15 @@ def test_tcp_writes_go_out_at_once_and_only_the_rest_waits_for_the_loop() -> Non
     finally:
         ours.close()
         peer.close()
+
+
+def test_event_frames_are_compact_json_with_text_as_is() -> None:
+    import json
+
+    from sessions_app.consumers import _encode
+
+    for event in ({"type": "stream_delta", "delta": "héllo ✓ \"q\"\n", "seq": 7},
+                  {"type": "tool_result", "result": {"n": 1.5, "ok": True, "none": None, "list": [1, "a"]}},
+                  {"type": "x", "data": {1: "int keys"}, "big": 2**70}):  # what only json takes
+        frame = _encode(event)
+        assert frame == json.dumps(event, ensure_ascii=False, separators=(",", ":"))
