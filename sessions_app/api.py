@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import F
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
 from navi_site.auth import api_auth
@@ -66,7 +68,7 @@ def list_sessions(
     offset: int = Query(0, ge=0, le=1_000_000_000),
     q: str = Query("", max_length=200, description="Search in titles"),
     has_pending_recall: bool | None = None,
-) -> dict[str, Any]:
+) -> HttpResponse:
     from sessions_app.hooks import filter_sessions, session_flags
 
     qs = filter_sessions(selectors.session_list(user=request.user, q=q.replace("\x00", "")), has_pending_recall=has_pending_recall)
@@ -75,12 +77,18 @@ def list_sessions(
     # (session + profile, with their init signals) was most of its time.
     page = list(qs.values(*LIST_FIELDS, profile_name=F("profile__name"))[offset : offset + limit])
     flags = session_flags([row["id"] for row in page])
-    return {
-        "items": [{**row, "id": str(row["id"]), **flags.get(row["id"], {})} for row in page],
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-    }
+    # Rendered here, in SessionPage's shape: ninja's validation of 50 rows through its Django
+    # attribute getter, then json, took a third of the request's CPU.
+    items = [{"id": str(row["id"]), "profile_id": row["profile_id"], "profile_name": row["profile_name"],
+              "title": row["title"], "pinned": row["pinned"], "created_at": _when(row["created_at"]),
+              "last_active": _when(row["last_active"]), "context_token_count": row["context_token_count"],
+              "has_pending_recall": bool(flag.get("has_pending_recall")), "busy": bool(flag.get("busy"))}
+             for row in page for flag in [flags.get(row["id"], {})]]
+    body = {"items": items, "total": total, "limit": limit, "offset": offset}
+    return HttpResponse(orjson.dumps(body), content_type="application/json; charset=utf-8")
+
+
+_when = DjangoJSONEncoder().default  # a datetime as every other response of the API renders it
 
 
 @router.get("/{session_id}", response=SessionDetailOut, summary="A session with its display history")

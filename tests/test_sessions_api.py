@@ -39,6 +39,28 @@ def test_list_is_pinned_first_then_last_active_and_paginated(api, user) -> None:
     assert api.get("/sessions?q=s4").json()["items"][0]["title"] == "s4"
 
 
+def test_list_items_are_the_documented_session_shape(api, user) -> None:
+    from django.core.serializers.json import DjangoJSONEncoder
+
+    from sessions_app.schemas import SessionOut, SessionPage
+
+    sid = api.post("/sessions", {"title": "ünïcode ✓", "profile_id": "server_admin"}).json()["session_id"]
+    api.patch(f"/sessions/{sid}/pin", {"pinned": True})
+    resp = api.get("/sessions")
+    assert resp["Content-Type"] == "application/json; charset=utf-8"
+    body = resp.json()
+    SessionPage.model_validate(body)  # the OpenAPI schema the list promises
+    (item,) = body["items"]
+    assert list(item) == list(SessionOut.model_fields)  # every field, in the documented order
+    session = Session.objects.select_related("profile").get(pk=sid)
+    encode = DjangoJSONEncoder().default
+    assert item == {"id": sid, "profile_id": "server_admin", "profile_name": session.profile.name,
+                    "title": "ünïcode ✓", "pinned": True, "created_at": encode(session.created_at),
+                    "last_active": encode(session.last_active), "context_token_count": 0,
+                    "has_pending_recall": False, "busy": False}
+    assert api.get(f"/sessions/{sid}").json()["created_at"] == item["created_at"]  # as the other answers
+
+
 def test_get_returns_display_buffer_paginated(api) -> None:
     sid = api.post("/sessions").json()["session_id"]
     for i in range(5):
