@@ -309,7 +309,18 @@ def test_streamed_lines_parse_like_json_even_where_orjson_is_stricter() -> None:
 
     for text in ('{"message": {"content": "h\\u00e9 ✓"}, "done": false}',
                  '{"message": {"content": "\\ud83d"}}',  # a lone surrogate (a model cut mid-emoji)
-                 '{"eval_count": 123456789012345678901234567890}'):  # beyond 64 bits
+                 '{"message": {"tool_calls": [{"function": {"arguments": {"id": 123456789012345678901}}}]}}'):
         assert http_common.loads_line(text) == json.loads(text)
     with pytest.raises(ValueError):
         http_common.loads_line('{"message": ')
+
+
+async def test_a_stream_is_timed_by_the_guard_not_by_the_read_timeout(fake_ollama: FakeLLMServer) -> None:
+    # A silence longer than the backend's read timeout: only the stream guard (which the agent
+    # always reads streams under, with LLM_STREAM_*_TIMEOUT) may end a stream.
+    fake_ollama.script(text="slow but steady", chunk_size=5, stall_after_chunks=1, stall_seconds=0.6)
+    backend = OllamaBackend(fake_ollama.url, read_timeout=0.2)
+    assert joined(await collect(backend.stream_complete(HI, model="m")), "text") == "slow but steady"
+    fake_ollama.script(text="too slow", hang_before_first_chunk=0.6)  # a whole answer: the read timeout holds
+    with pytest.raises(LLMError):
+        await backend.complete(HI, model="m")

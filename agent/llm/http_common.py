@@ -11,7 +11,6 @@ import functools
 import ipaddress
 import json
 import os
-import re
 import ssl
 import uuid
 from collections.abc import AsyncIterator
@@ -155,6 +154,19 @@ def timeout(connect: float, read: float) -> httpx.Timeout:
     return httpx.Timeout(connect=connect, read=read, write=connect * 2, pool=connect)
 
 
+def request_timeout(base: httpx.Timeout, body: dict[str, Any]) -> httpx.Timeout:
+    """The timeouts of one chat request: a streamed one has no read timeout.
+
+    A streamed answer is only ever read under the stream guard (agent/stream_guard.py), whose
+    first-chunk and between-chunk limits (LLM_STREAM_*_TIMEOUT) cover the wait for the
+    headers and for every line. aiohttp re-arms its read timer for every chunk it receives (a
+    timer created and one cancelled per token: ~4 % of the server's loop with 100 sessions
+    streaming), and its 900 s backstop would cut a stream the user allowed a longer silence."""
+    if body.get("stream"):
+        return httpx.Timeout(connect=base.connect, read=None, write=base.write, pool=base.pool)
+    return base
+
+
 def transport_error(exc: httpx.HTTPError, *, url: str, server: str, setting: str) -> LLMError:
     """Turn an httpx failure into a message naming the URL and what to check."""
     if isinstance(exc, httpx.ConnectTimeout):
@@ -267,18 +279,17 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[str]:
 
 def loads_line(text: str) -> Any:
     """One streamed JSON line (a token's NDJSON line or SSE payload): orjson (~6x faster than
-    json for these small objects, one per token); json where orjson differs: it refuses a lone
-    surrogate escape (a model cut mid-emoji) and turns an integer beyond 64 bits into a float
-    (a tool call's argument must stay exact). Raises ValueError when it is not JSON."""
-    if _LONG_NUMBER.search(text) is None:
+    json for these small objects, one per token); json where orjson differs. orjson refuses a
+    lone surrogate escape (a model cut mid-emoji): json takes it. orjson turns an integer
+    beyond 64 bits into a float: the only numbers a model chooses are a tool call's arguments
+    (Ollama sends them as JSON; OpenAI-compatible servers as a string, parsed later by json),
+    so a line with tool calls is parsed by json, exactly. Raises ValueError when not JSON."""
+    if "tool_calls" not in text:
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
     return json.loads(text)
-
-
-_LONG_NUMBER = re.compile(r"\d{19}")  # 2**63 has 19 digits: any longer integer may not fit
 
 
 async def iter_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:

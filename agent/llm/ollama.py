@@ -44,6 +44,7 @@ from agent.llm.http_common import (
     parse_arguments,
     read_body,
     read_error_body,
+    request_timeout,
     response_lines,
     timeout,
     transport_error,
@@ -197,7 +198,7 @@ class OllamaBackend:
         check_network_guard(url, setting=SETTING)
         for _ in range(3):  # at most: as is, without tools, without think
             body = body_for(caps)
-            request = client.build_request("POST", url, json=body, timeout=self._timeout)
+            request = client.build_request("POST", url, json=body, timeout=request_timeout(self._timeout, body))
             try:
                 response = await client.send(request, stream=True)
             except httpx.HTTPError as exc:

@@ -39,6 +39,7 @@ from agent.llm.http_common import (
     parse_arguments,
     read_body,
     read_error_body,
+    request_timeout,
     response_lines,
     timeout,
     transport_error,
@@ -165,7 +166,7 @@ class OpenAICompatBackend:
         for _ in range(3):
             body = body_for(self._caps.get(model, ASSUMED))
             request = client.build_request("POST", self._url, json=body, headers=self._headers(),
-                                           timeout=self._timeout)
+                                           timeout=request_timeout(self._timeout, body))
             try:
                 response = await client.send(request, stream=True)
             except httpx.HTTPError as exc:
