@@ -28,7 +28,7 @@ from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
-from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer, RedisSingleShardConnection
 from channels_redis.utils import _close_redis, _consistent_hash, _wrap_close, create_pool
 from redis import asyncio as aioredis
 
@@ -168,9 +168,40 @@ class _Publisher:
             self.redis = None
 
 
+class _Shard(RedisSingleShardConnection):  # type: ignore[misc]
+    """The stock shard connection; a group message for an attached consumer whose queue is
+    empty goes to it directly (``NaviRedisPubSubChannelLayer.attach``), decoded once for all
+    of this process's members instead of once per member after a queue hop."""
+
+    def _receive_message(self, message: Any) -> None:
+        layer = self.channel_layer
+        direct = getattr(layer.channel_layer, "direct", None)
+        name = message["channel"] if message is not None else None
+        if isinstance(name, bytes):
+            name = name.decode()
+        members = layer.groups.get(name) if direct and name not in layer.channels else None
+        if members is None:
+            super()._receive_message(message)
+            return
+        data = message["data"]
+        decoded: dict[str, Any] | None = None
+        for channel in members:
+            queue = layer.channels.get(channel)
+            if queue is None:
+                continue
+            deliver = direct.get(channel)
+            if deliver is not None and queue.empty():
+                if decoded is None:
+                    decoded = layer.channel_layer.deserialize(data)
+                if deliver(decoded):
+                    continue
+            queue.put_nowait(data)
+
+
 class _PubSubLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._shards = [_Shard(shard.host, self) for shard in self._shards]  # not connected yet
         self.publishers = [_Publisher(shard.host) for shard in self._shards]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
@@ -190,6 +221,18 @@ class NaviRedisPubSubChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc
     Subscriptions, receive and channel sends are the stock layer's. Like it, this keeps nothing
     for a subscriber that is not connected at the moment of a PUBLISH; the session consumer fills
     such gaps from the run's replay log (sessions_app/consumers.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.direct: dict[str, Callable[[dict[str, Any]], bool]] = {}
+
+    def attach(self, channel: str, deliver: Callable[[dict[str, Any]], bool]) -> None:
+        """As ``NaviInMemoryChannelLayer.attach``: group messages this process receives for
+        ``channel`` go to ``deliver`` while its queue is empty."""
+        self.direct[channel] = deliver
+
+    def detach(self, channel: str) -> None:
+        self.direct.pop(channel, None)
 
     def _get_layer(self) -> _PubSubLoopLayer:
         loop = asyncio.get_running_loop()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import uuid
 from typing import Any
 
+import pytest
 from autobahn.websocket.compress import PerMessageDeflate, PerMessageDeflateOffer
 
 from navi_site import wsoptions
@@ -165,3 +167,51 @@ def test_event_frames_are_compact_json_with_text_as_is() -> None:
                   {"type": "x", "data": {1: "int keys"}, "big": 2**70}):  # what only json takes
         frame = _encode(event)
         assert frame == json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.scaleout
+def test_redis_pubsub_members_take_group_messages_directly_but_never_ahead_of_their_queue(settings: Any) -> None:
+    from sessions_app.layers import NaviRedisPubSubChannelLayer
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        layer = NaviRedisPubSubChannelLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"])
+        try:
+            a, b = await layer.new_channel(), await layer.new_channel()
+            group = f"g{uuid.uuid4().hex}"
+            for name in (a, b):
+                await layer.group_add(group, name)
+            taken: list[int] = []
+            arrived = asyncio.Event()
+            accepting = True
+
+            def deliver(message: dict[str, Any]) -> bool:
+                if accepting:
+                    taken.append(message["i"])
+                    arrived.set()
+                return accepting
+
+            async def settle() -> None:  # a PUBLISH reaches the subscriber asynchronously
+                await asyncio.sleep(0.3)
+
+            layer.attach(a, deliver)
+            await layer.group_send(group, {"type": "x", "i": 0})
+            await asyncio.wait_for(arrived.wait(), 5)  # taken directly, without a receive
+            accepting = False
+            await layer.group_send(group, {"type": "x", "i": 1})  # refused: queued
+            await settle()
+            accepting = True
+            await layer.group_send(group, {"type": "x", "i": 2})  # queued behind 1
+            await settle()
+            queued = [(await layer.receive(a))["i"], (await layer.receive(a))["i"]]
+            layer.detach(a)
+            await layer.group_send(group, {"type": "x", "i": 3})
+            queued.append((await asyncio.wait_for(layer.receive(a), 5))["i"])
+            others = [(await asyncio.wait_for(layer.receive(b), 5))["i"] for _ in range(4)]
+            return taken, queued, others
+        finally:
+            await layer.flush()
+
+    taken, queued, others = asyncio.run(run())
+    assert taken == [0]
+    assert queued == [1, 2, 3]
+    assert others == [0, 1, 2, 3]
