@@ -255,8 +255,8 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[str]:
     (httpx decodes it) takes the httpx path."""
     raw = aiohttp_buffer(response)
     if raw is None:
-        async for line in iter_lines(response.aiter_bytes()):
-            yield line
+        async for text in iter_lines(response.aiter_bytes()):
+            yield text
         return
     buffer = bytearray()
     try:
