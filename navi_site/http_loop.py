@@ -97,12 +97,14 @@ class SyncRequests:
     server would. The response comes back in one crossing; a streamed response (a file
     download) is sent part by part, each part waiting for daphne to take it.
 
-    Only complete requests (the body arrived in one message) with a synchronous view come
-    here; uploads, async views (a turn started by ``POST /messages``) and static files take
+    Django's handler gave every request a thread of its own; ``workers`` threads (started as
+    needed) keep a few slow views (a login's password hash, a recall call waiting on the
+    server's loop) from holding up the rest. Only complete requests (the body arrived in one
+    message) with a synchronous view come here; uploads, async views (a turn started by ``POST /messages``) and static files take
     the event-loop path.
     """
 
-    def __init__(self, workers: int = 4) -> None:
+    def __init__(self, workers: int = 16) -> None:
         self.workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._handler: Any = None

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -94,9 +95,19 @@ def _after(scope: dict[str, Any]) -> int | None:
         return None
 
 
+class DispatchState:
+    """``in_hand``: messages received from a source and not yet dispatched (a direct delivery
+    must wait for them: an asyncio lock reads as free between its release and the next
+    waiter's resumption, so the lock alone does not say that a message is on its way)."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.in_hand = 0
+
+
 async def dispatch_serially(sources: list[Callable[[], Awaitable[dict[str, Any]]]],
                             dispatch: Callable[[dict[str, Any]], Awaitable[None]],
-                            lock: asyncio.Lock | None = None) -> None:
+                            state: DispatchState | None = None) -> None:
     """Channels' ``await_many_dispatch`` without a task per message.
 
     The stock loop starts a new task for every message it receives and waits on all of them
@@ -105,23 +116,28 @@ async def dispatch_serially(sources: list[Callable[[], Awaitable[dict[str, Any]]
     one long-lived receiver; a lock keeps dispatch serial across both, as before: one message
     at a time, each source's messages in order, and the next message of a source is not read
     until its previous one was handled. Ends on StopConsumer or the first error (re-raised).
-    ``lock`` is held while a message is dispatched (the consumer's direct delivery checks it).
+    ``state`` counts the messages in hand (the consumer's direct delivery checks it).
     """
-    lock = lock or asyncio.Lock()
+    state = state or DispatchState()
+    lock = state.lock
     closed = False
 
     async def receive_from(source: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         nonlocal closed
         while not closed:
             message = await source()
-            async with lock:
-                if closed:
-                    return
-                try:
-                    await dispatch(message)
-                except BaseException:
-                    closed = True
-                    raise
+            state.in_hand += 1
+            try:
+                async with lock:
+                    if closed:
+                        return
+                    try:
+                        await dispatch(message)
+                    except BaseException:
+                        closed = True
+                        raise
+            finally:
+                state.in_hand -= 1
             # A queued message is returned without suspending: yield once per message so that a
             # consumer with a backlog does not hold the loop (other sockets, HTTP) until it is empty.
             await asyncio.sleep(0)
@@ -155,7 +171,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
             sources.append(self.channel_receive)
         self.base_send = send
-        self.dispatching = asyncio.Lock()
+        self.dispatching = DispatchState()
+        self.loop = asyncio.get_running_loop()
         try:
             await dispatch_serially(sources, self.dispatch, self.dispatching)
         except StopConsumer:
@@ -225,22 +242,30 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     def _deliver_now(self, message: dict[str, Any]) -> bool:
         """A live event sent from the publisher's step (in-memory layer, ``attach``); False
         leaves it to the queue: while a message is being dispatched (a replay, a gap fill, a
-        client's frame), when an internal message waits, or when the event is not the next one."""
-        if message.get("type") != "session.event" or self.dispatching.locked() or not self.inbox.empty():
+        client's frame), when an internal message waits, when the event is not the next one, and
+        from any other thread or loop than this consumer's (daphne's socket is not thread-safe)."""
+        if message.get("type") != "session.event" or self.dispatching.in_hand or not self.inbox.empty():
+            return False
+        try:
+            if asyncio.get_running_loop() is not self.loop:
+                return False
+        except RuntimeError:
             return False
         event = message["event"]
         seq = event.get("seq")
         if isinstance(seq, int) and seq != self.last_seq + 1:
             return seq <= self.last_seq  # already sent; a gap is filled from the log by the queued path
         try:
-            if isinstance(seq, int):
-                self.last_seq = seq
-                self.last_event_at = time.monotonic()
-                self._set_turn_open(event.get("type") != "session_sync")
-            self.last_sent = time.monotonic()
             self.scope["navi.server_send_now"]({"type": "websocket.send", "text": _encode(event)})
-        except Exception:  # this client's socket: the publisher and the other clients carry on
-            self.log.warning("ws_direct_send_failed", seq=seq, exc_info=True)
+        except Exception:  # this socket failed (closing): the queued path meets it as before
+            self._detach()
+            self.log.info("ws_direct_send_failed", seq=seq, error=repr(sys.exc_info()[1]))
+            return False
+        self.last_sent = time.monotonic()
+        if isinstance(seq, int):
+            self.last_seq = seq
+            self.last_event_at = self.last_sent
+            self._set_turn_open(event.get("type") != "session_sync")
         return True
 
     def _detach(self) -> None:

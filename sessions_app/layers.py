@@ -26,11 +26,14 @@ from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
+import structlog
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer, RedisSingleShardConnection
 from channels_redis.utils import _close_redis, _consistent_hash, _wrap_close, create_pool
 from redis import asyncio as aioredis
+
+log = structlog.get_logger(__name__)
 
 CLEAN_INTERVAL_S = 1.0
 
@@ -191,10 +194,13 @@ class _Shard(RedisSingleShardConnection):  # type: ignore[misc]
                 continue
             deliver = direct.get(channel)
             if deliver is not None and queue.empty():
-                if decoded is None:
-                    decoded = layer.channel_layer.deserialize(data)
-                if deliver(decoded):
-                    continue
+                try:
+                    if decoded is None:
+                        decoded = layer.channel_layer.deserialize(data)
+                    if deliver(decoded):
+                        continue
+                except Exception:  # the member's own receive meets it, as without the direct path
+                    log.exception("layer_direct_delivery_failed", channel=channel)
             queue.put_nowait(data)
 
 

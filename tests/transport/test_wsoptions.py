@@ -215,3 +215,38 @@ def test_redis_pubsub_members_take_group_messages_directly_but_never_ahead_of_th
     assert taken == [0]
     assert queued == [1, 2, 3]
     assert others == [0, 1, 2, 3]
+
+
+def test_a_received_message_counts_as_in_hand_until_dispatched_even_while_waiting_for_the_lock() -> None:
+    from channels.exceptions import StopConsumer
+
+    from sessions_app.consumers import DispatchState, dispatch_serially
+
+    async def run() -> tuple[list[int], list[int]]:
+        state = DispatchState()
+        gate = asyncio.Event()
+        seen: list[int] = []
+        in_hand: list[int] = []
+        first: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        second: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        async def dispatch(message: dict[str, Any]) -> None:
+            seen.append(message["n"])
+            if message["n"] == 1:
+                await gate.wait()
+            if message["n"] == 2:
+                raise StopConsumer
+
+        task = asyncio.ensure_future(dispatch_serially([first.get, second.get], dispatch, state))
+        first.put_nowait({"n": 1})
+        await asyncio.sleep(0.01)
+        second.put_nowait({"n": 2})
+        await asyncio.sleep(0.01)
+        in_hand.append(state.in_hand)  # one dispatching, one received and waiting for the lock
+        gate.set()
+        with pytest.raises(StopConsumer):
+            await task
+        in_hand.append(state.in_hand)
+        return seen, in_hand
+
+    assert asyncio.run(run()) == ([1, 2], [2, 0])
