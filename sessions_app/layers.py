@@ -38,26 +38,32 @@ log = structlog.get_logger(__name__)
 CLEAN_INTERVAL_S = 1.0
 
 
-class NaviInMemoryChannelLayer(InMemoryChannelLayer):
-    """See the module docstring; ``attach`` lets a consumer take group messages directly."""
-
-    _next_clean = 0.0
+class _Attachable:
+    """``attach``: a consumer takes its group messages directly (both layers below)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.direct: dict[str, Callable[[dict[str, Any]], bool]] = {}
 
     def attach(self, channel: str, deliver: Callable[[dict[str, Any]], bool]) -> None:
-        """Hand ``channel``'s group messages to ``deliver`` while its queue is empty.
+        """Hand ``channel``'s group messages (those this process receives) to ``deliver`` while
+        its queue is empty.
 
         ``deliver`` returns False to have the message queued instead (its consumer is busy with
-        something else). A live event then reaches the client within the publisher's own step:
-        no queue, no task wake-up, no dispatch per event and subscriber (~10 % of the loop with
-        100 sessions streaming). A queued backlog is always drained first: order is kept."""
+        something else). A live event then reaches the client within the publisher's (or the
+        pub/sub reader's) own step: no queue, no task wake-up, no dispatch per event and
+        subscriber (~10 % of the loop with 100 sessions streaming). A queued backlog is always
+        drained first: order is kept."""
         self.direct[channel] = deliver
 
     def detach(self, channel: str) -> None:
         self.direct.pop(channel, None)
+
+
+class NaviInMemoryChannelLayer(_Attachable, InMemoryChannelLayer):
+    """See the module docstring; ``attach`` lets a consumer take group messages directly."""
+
+    _next_clean = 0.0
 
     def _clean_expired(self) -> None:
         now = time.monotonic()
@@ -221,24 +227,12 @@ class _PubSubLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         await super().flush()
 
 
-class NaviRedisPubSubChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
+class NaviRedisPubSubChannelLayer(_Attachable, RedisPubSubChannelLayer):  # type: ignore[misc]
     """channels_redis' pub/sub layer (scale-out) with a pipelined ``group_send`` (see _Publisher).
 
     Subscriptions, receive and channel sends are the stock layer's. Like it, this keeps nothing
     for a subscriber that is not connected at the moment of a PUBLISH; the session consumer fills
     such gaps from the run's replay log (sessions_app/consumers.py)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.direct: dict[str, Callable[[dict[str, Any]], bool]] = {}
-
-    def attach(self, channel: str, deliver: Callable[[dict[str, Any]], bool]) -> None:
-        """As ``NaviInMemoryChannelLayer.attach``: group messages this process receives for
-        ``channel`` go to ``deliver`` while its queue is empty."""
-        self.direct[channel] = deliver
-
-    def detach(self, channel: str) -> None:
-        self.direct.pop(channel, None)
 
     def _get_layer(self) -> _PubSubLoopLayer:
         loop = asyncio.get_running_loop()

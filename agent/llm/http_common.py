@@ -261,20 +261,12 @@ async def response_lines(response: httpx.Response) -> AsyncIterator[str]:
     buffer = bytearray()
     try:
         while piece := await raw.readany():
-            if not buffer and piece.find(b"\n") == len(piece) - 1:  # one whole line: the usual piece
-                yield piece[:-1].rstrip(b"\r").decode("utf-8", "replace")
-                continue
-            buffer += piece
-            while (cut := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:cut])
-                del buffer[: cut + 1]
-                yield line.rstrip(b"\r").decode("utf-8", "replace")
-            if len(buffer) > MAX_LINE:
-                raise LLMError(f"the model server sent a line longer than {MAX_LINE // 2**20} MB; refused")
+            for line in _take_lines(buffer, piece):
+                yield line
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise _httpx_error(exc, response.request, reading=True) from exc
-    if buffer.strip():
-        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+    for line in _last_line(buffer):
+        yield line
 
 
 def loads_line(text: str) -> Any:
@@ -296,15 +288,29 @@ async def iter_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
     """Complete lines of a byte stream, whatever the read boundaries; a last unterminated line too."""
     buffer = bytearray()
     async for piece in chunks:
-        buffer += piece
-        while (cut := buffer.find(b"\n")) >= 0:
-            line = bytes(buffer[:cut])
-            del buffer[: cut + 1]
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-        if len(buffer) > MAX_LINE:
-            raise LLMError(f"the model server sent a line longer than {MAX_LINE // 2**20} MB; refused")
-    if buffer.strip():
-        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+        for line in _take_lines(buffer, piece):
+            yield line
+    for line in _last_line(buffer):
+        yield line
+
+
+def _take_lines(buffer: bytearray, piece: bytes) -> list[str]:
+    """Add ``piece`` to ``buffer`` and take out the complete lines (refusing an endless one)."""
+    if not buffer and piece and piece.find(b"\n") == len(piece) - 1:  # one whole line: the usual piece
+        return [piece[:-1].rstrip(b"\r").decode("utf-8", "replace")]
+    buffer += piece
+    lines = []
+    while (cut := buffer.find(b"\n")) >= 0:
+        lines.append(bytes(buffer[:cut]).rstrip(b"\r").decode("utf-8", "replace"))
+        del buffer[: cut + 1]
+    if len(buffer) > MAX_LINE:
+        raise LLMError(f"the model server sent a line longer than {MAX_LINE // 2**20} MB; refused")
+    return lines
+
+
+def _last_line(buffer: bytearray) -> list[str]:
+    """What is left at the end of the stream: a last line without its newline, if any."""
+    return [bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")] if buffer.strip() else []
 
 
 def as_dict(value: Any) -> dict[str, Any]:
