@@ -21,6 +21,7 @@ never changed once published (the same dicts sit in the run's replay log).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from copy import deepcopy
@@ -32,6 +33,8 @@ from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer, RedisSingleShardConnection
 from channels_redis.utils import _close_redis, _consistent_hash, _wrap_close, create_pool
 from redis import asyncio as aioredis
+
+from sessions_app.redis_batch import CommandBatcher
 
 log = structlog.get_logger(__name__)
 
@@ -122,61 +125,6 @@ class NaviInMemoryChannelLayer(_Attachable, InMemoryChannelLayer):
 # -- scale-out --------------------------------------------------------------------------------
 
 
-class _Publisher:
-    """The PUBLISHes of one event loop to one Redis, pipelined.
-
-    channels_redis' pub/sub layer sends each PUBLISH under a per-process lock and waits for its
-    reply before the next: with the server's loop busy, that is about one message per loop turn
-    for the whole process (20 sessions x 50 events/s fell seconds behind). Here messages queue
-    and one task sends everything queued in one pipeline per round trip. One task and one
-    connection keep the order of publication, which is what a session's single writer needs
-    (it awaits each publish before the next); the caller gets the batch's error, if any.
-    """
-
-    def __init__(self, host: dict[str, Any]) -> None:
-        self.host = host
-        self.redis: aioredis.Redis | None = None
-        self.queue: list[tuple[str, bytes, asyncio.Future[None]]] = []
-        self.task: asyncio.Task[None] | None = None
-
-    async def publish(self, channel: str, data: bytes) -> None:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self.queue.append((channel, data, done))
-        if self.task is None:
-            self.task = loop.create_task(self._send_batches())
-        await done
-
-    async def _send_batches(self) -> None:
-        try:
-            while self.queue:
-                batch, self.queue = self.queue, []
-                try:
-                    if self.redis is None:
-                        self.redis = aioredis.Redis(connection_pool=create_pool(self.host))
-                    pipe = self.redis.pipeline(transaction=False)
-                    for channel, data, _ in batch:
-                        pipe.publish(channel, data)
-                    await pipe.execute()
-                except Exception as exc:
-                    for *_, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                else:
-                    for *_, done in batch:
-                        if not done.done():
-                            done.set_result(None)
-        finally:
-            self.task = None
-
-    async def close(self) -> None:
-        if self.task is not None:
-            await asyncio.gather(self.task, return_exceptions=True)
-        if self.redis is not None:
-            await _close_redis(self.redis)
-            self.redis = None
-
-
 class _Shard(RedisSingleShardConnection):  # type: ignore[misc]
     """The stock shard connection; a group message for an attached consumer whose queue is
     empty goes to it directly (``NaviRedisPubSubChannelLayer.attach``), decoded once for all
@@ -214,12 +162,16 @@ class _PubSubLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shards = [_Shard(shard.host, self) for shard in self._shards]  # not connected yet
-        self.publishers = [_Publisher(shard.host) for shard in self._shards]
+        # channels_redis sends each PUBLISH under a per-process lock and waits for its reply before
+        # the next: with the server's loop busy, about one message per loop turn for the whole
+        # process (20 sessions x 50 events/s fell seconds behind). Pipelined instead (redis_batch).
+        self.publishers = [CommandBatcher(functools.partial(_connect, shard.host), close=_close_redis)
+                           for shard in self._shards]
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         channel = self._get_group_channel_name(group)
         publisher = self.publishers[_consistent_hash(channel, len(self.publishers))]
-        await publisher.publish(channel, self.channel_layer.serialize(message))
+        await publisher.call("PUBLISH", channel, self.channel_layer.serialize(message))
 
     async def flush(self) -> None:
         for publisher in self.publishers:
@@ -227,8 +179,12 @@ class _PubSubLoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
         await super().flush()
 
 
+def _connect(host: dict[str, Any]) -> aioredis.Redis:
+    return aioredis.Redis(connection_pool=create_pool(host))
+
+
 class NaviRedisPubSubChannelLayer(_Attachable, RedisPubSubChannelLayer):  # type: ignore[misc]
-    """channels_redis' pub/sub layer (scale-out) with a pipelined ``group_send`` (see _Publisher).
+    """channels_redis' pub/sub layer (scale-out) with a pipelined ``group_send``.
 
     Subscriptions, receive and channel sends are the stock layer's. Like it, this keeps nothing
     for a subscriber that is not connected at the moment of a PUBLISH; the session consumer fills
@@ -241,3 +197,16 @@ class NaviRedisPubSubChannelLayer(_Attachable, RedisPubSubChannelLayer):  # type
             layer = self._layers[loop] = _PubSubLoopLayer(*self._args, **self._kwargs, channel_layer=self)
             _wrap_close(self, loop)
         return layer
+
+    def publication(self, group: str, message: dict[str, Any]) -> tuple[str, str, bytes] | None:
+        """(Redis address, channel, payload) of the one PUBLISH ``group_send`` makes for this
+        message, so that a caller can send it inside another command to the same Redis (the run
+        writer logs and publishes an event in one script). None with several shards. Call on
+        the loop that would send it."""
+        layer = self._get_layer()
+        if len(layer.publishers) != 1:
+            return None
+        address = layer._shards[0].host.get("address")
+        if not isinstance(address, str):
+            return None
+        return address, layer._get_group_channel_name(group), self.serialize(message)

@@ -28,6 +28,10 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
+from sessions_app.redis_batch import CommandBatcher
+
 LOCK_TTL_S = 30
 LOCK_REFRESH_S = 10.0
 SEQ_TTL_S = 7 * 24 * 3600
@@ -61,6 +65,15 @@ class RunStore(Protocol):
     async def request_stop(self, session_id: str) -> bool: ...
     def request_stop_sync(self, session_id: str) -> bool: ...
     async def stop_requested(self, session_id: str, run_id: str) -> bool: ...
+
+
+def dumps_event(event: dict[str, Any]) -> bytes:
+    """An event's compact JSON: orjson, or json where orjson refuses (integers beyond 64 bits,
+    lone surrogates)."""
+    try:
+        return orjson.dumps(event)
+    except TypeError:
+        return json.dumps(event, separators=(",", ":")).encode()
 
 
 # -- embedded -----------------------------------------------------------------------------
@@ -186,6 +199,18 @@ return 1
 """
 
 
+# One event of a run: the seq counter, the log and its expiry, and (ARGV[5], ARGV[6]: channel and
+# payload) the PUBLISH to the session's group, in one command. A script is atomic, so a reader never
+# sees seq N before event N, and a subscriber never gets an event the log does not hold yet.
+_APPEND = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+if ARGV[5] then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
+return 1
+"""
+
+
 # The log's events after seq ARGV[1]: a turn's seqs are consecutive, so the first event's seq
 # gives the index to start from (one round trip, whatever the length of the log).
 _TAIL = """
@@ -218,6 +243,7 @@ class RedisStore:
         self.url = url
         self._sync = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CommandBatcher] = weakref.WeakKeyDictionary()
 
     def _client(self) -> Any:
         import redis.asyncio as aioredis
@@ -233,6 +259,14 @@ class RedisStore:
             client = aioredis.Redis(connection_pool=pool)
             self._clients[loop] = client
         return client
+
+    def _batcher(self) -> CommandBatcher:
+        """The event writes of every run on this loop, pipelined (``redis_batch``)."""
+        loop = asyncio.get_running_loop()
+        batcher = self._batchers.get(loop)
+        if batcher is None:
+            batcher = self._batchers[loop] = CommandBatcher(self._client)
+        return batcher
 
     async def acquire(self, session_id: str, run_id: str) -> bool:
         r = self._client()
@@ -269,13 +303,19 @@ class RedisStore:
         return int(seq or 0)
 
     async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
-        # The run holds the session's lock, so it is the only writer: no INCR race. MULTI keeps the
-        # counter and the log in step for readers (a reader never sees seq N before event N).
-        pipe = self._client().pipeline(transaction=True)
-        pipe.set(_key(session_id, "seq"), seq, ex=SEQ_TTL_S)
-        pipe.rpush(_key(session_id, "log"), json.dumps(event, separators=(",", ":")))
-        pipe.expire(_key(session_id, "log"), LOG_TTL_S)
-        await pipe.execute()
+        # The run holds the session's lock, so it is the only writer: no INCR race.
+        await self._batcher().call("EVAL", _APPEND, 2, *self._append_args(session_id, seq, event))
+
+    async def append_and_publish(self, session_id: str, seq: int, event: dict[str, Any], channel: str,
+                                 payload: bytes) -> None:
+        """``append``, and PUBLISH ``payload`` to ``channel`` of this Redis in the same command
+        (``sessions_app.bus.redis_publication``): one command per event instead of a logged
+        MULTI of three writes and a PUBLISH on another connection."""
+        await self._batcher().call("EVAL", _APPEND, 2, *self._append_args(session_id, seq, event), channel, payload)
+
+    @staticmethod
+    def _append_args(session_id: str, seq: int, event: dict[str, Any]) -> tuple[Any, ...]:
+        return (_key(session_id, "seq"), _key(session_id, "log"), seq, dumps_event(event), SEQ_TTL_S, LOG_TTL_S)
 
     async def snapshot(self, session_id: str) -> Snapshot:
         pipe = self._client().pipeline(transaction=True)

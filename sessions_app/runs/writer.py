@@ -90,15 +90,25 @@ class EventWriter:
         return {**event, "seq": self.seq}
 
     async def _emit(self, event: dict[str, Any]) -> None:
-        from sessions_app.bus import apublish
+        from sessions_app.bus import apublish, redis_publication
 
         numbered = self._number(event)
-        # Log first, then fan out: a client that joined the group after the send finds
-        # the event in the log; one that joined before gets it live (deduped by seq).
-        try:
-            await self.store.append(self.session_id, self.seq, numbered)
-        except Exception:  # Redis hiccup: live clients still get the event
-            self.log.exception("run_log_append_failed", seq=self.seq)
+        fused = getattr(self.store, "append_and_publish", None)
+        target = redis_publication(self.session_id, numbered) if fused is not None else None
+        if fused is not None and target is not None and target[0] == getattr(self.store, "url", None):
+            # Scale-out with the layer on the store's Redis: log and publish in one command.
+            try:
+                await fused(self.session_id, self.seq, numbered, target[1], target[2])
+                return
+            except Exception:  # Redis hiccup: live clients may still get the event below
+                self.log.exception("run_log_append_failed", seq=self.seq)
+        else:
+            # Log first, then fan out: a client that joined the group after the send finds
+            # the event in the log; one that joined before gets it live (deduped by seq).
+            try:
+                await self.store.append(self.session_id, self.seq, numbered)
+            except Exception:  # Redis hiccup: live clients still get the event
+                self.log.exception("run_log_append_failed", seq=self.seq)
         try:
             await apublish(self.session_id, numbered)
         except Exception:

@@ -150,19 +150,33 @@ async def test_after_n_gets_exactly_the_events_after_n(registry: RunRegistry) ->
 
 def _lose(monkeypatch: pytest.MonkeyPatch, lost: Any) -> list[dict[str, Any]]:
     """Make the channel layer lose the events for which ``lost(n, event)`` is true (n counts the
-    events published from 0); the run's log still gets them. Returns the lost events."""
-    real = bus._send
+    events published from 0); the run's log still gets them. Returns the lost events.
+
+    Scale-out logs and publishes an event in one Redis command: there a lost event is published
+    to a channel nobody subscribes to, as a PUBLISH during a subscriber's reconnect would be."""
+    real, real_publication = bus._send, bus.redis_publication
     published: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
 
-    async def lossy(layer: Any, session_id: Any, event: dict[str, Any]) -> None:
+    def drops(event: dict[str, Any]) -> bool:
         published.append(event)
         if lost(len(published) - 1, event):
             dropped.append(event)
-            return
-        await real(layer, session_id, event)
+            return True
+        return False
+
+    async def lossy(layer: Any, session_id: Any, event: dict[str, Any]) -> None:
+        if not drops(event):
+            await real(layer, session_id, event)
+
+    def lossy_publication(session_id: Any, event: dict[str, Any]) -> tuple[str, str, bytes] | None:
+        target = real_publication(session_id, event)
+        if target is not None and drops(event):
+            return target[0], "navi-test-nobody-listens", target[2]
+        return target
 
     monkeypatch.setattr(bus, "_send", lossy)
+    monkeypatch.setattr(bus, "redis_publication", lossy_publication)
     return dropped
 
 
@@ -210,12 +224,20 @@ async def test_a_run_that_ended_without_session_sync_ends_with_one(registry: Run
     await comm.receive_json_from()
     _lose(monkeypatch, lambda n, e: e["type"] == "session_sync")
     real_append = registry.store.append
+    real_fused = getattr(registry.store, "append_and_publish", None)
 
     async def append(session_id: str, seq: int, event: dict[str, Any]) -> None:
         if event["type"] != "session_sync":
             await real_append(session_id, seq, event)
 
+    async def fused(session_id: str, seq: int, event: dict[str, Any], *publication: Any) -> None:
+        if event["type"] != "session_sync":
+            assert real_fused is not None
+            await real_fused(session_id, seq, event, *publication)
+
     monkeypatch.setattr(registry.store, "append", append)
+    if real_fused is not None:  # scale-out: the log entry and the publish are one command
+        monkeypatch.setattr(registry.store, "append_and_publish", fused)
     await registry.run_turn(_req(sid, uid))
     events = await receive_until(comm, "session_sync", timeout=3)
     assert types(events)[-2:] == ["stream_end", "session_sync"] and "seq" not in events[-1]
