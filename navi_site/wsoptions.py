@@ -15,11 +15,17 @@ compression uses a 2 KiB window and memLevel 4 (~16 KiB a connection): the envel
 repeats within the last few hundred bytes, so a bigger window buys next to nothing. A
 smaller window than the one negotiated is always valid for the peer's decompressor.
 We ask the client for the same window for its (rare, small) frames when it allows it.
+
+An idle socket gets only ``{"type":"session_sync"}`` when it connects and a heartbeat now and
+then: those go out uncompressed (RFC 7692 lets any message be sent so) as long as the socket has
+not compressed anything yet, so that its compressor (~22 KiB: zlib's state, window and hash)
+exists only once a turn streams to it. 1 000 idle tabs: ~22 MB less.
 """
 from __future__ import annotations
 
 from typing import Any
 
+IDLE_FRAMES = frozenset({b'{"type":"session_sync"}', b'{"type":"heartbeat"}'})
 SERVER_WINDOW_BITS = 11  # 2 KiB history for server -> client messages
 SERVER_MEM_LEVEL = 4  # zlib memLevel: 8 KiB hash + 16 KiB buffers at 4
 CLIENT_WINDOW_BITS = 11
@@ -50,6 +56,28 @@ def configure_factory(factory: Any, *, compression: bool = True) -> None:
         factory.setProtocolOptions(perMessageCompressionAccept=accept_deflate)
     plain_autobahn_log_arguments()
     eager_tcp_writes()
+    idle_frames_uncompressed()
+
+
+def idle_frames_uncompressed() -> None:
+    """Send IDLE_FRAMES uncompressed until a socket's first compressed message (see the module
+    docstring): autobahn builds a socket's compressor when it first compresses."""
+    from daphne.ws_protocol import WebSocketProtocol
+
+    send = WebSocketProtocol.sendMessage
+    if getattr(send, "navi_idle_plain", False):
+        return
+
+    def sendMessage(self: Any, payload: bytes, isBinary: bool = False, fragmentSize: int | None = None,  # noqa: N802,N803
+                    sync: bool = False, doNotCompress: bool = False) -> None:
+        deflate = self._perMessageCompress
+        if (deflate is not None and not doNotCompress and payload in IDLE_FRAMES
+                and getattr(deflate, "_compressor", True) is None):
+            doNotCompress = True
+        send(self, payload, isBinary, fragmentSize, sync, doNotCompress)
+
+    sendMessage.navi_idle_plain = True  # type: ignore[attr-defined]
+    WebSocketProtocol.sendMessage = sendMessage
 
 
 def eager_tcp_writes() -> None:

@@ -250,3 +250,79 @@ def test_a_received_message_counts_as_in_hand_until_dispatched_even_while_waitin
         return seen, in_hand
 
     assert asyncio.run(run()) == ([1, 2], [2, 0])
+
+
+def _read_frame(sock: socket.socket, buf: bytearray) -> tuple[int, bytes]:
+    """(first byte, payload) of the next server frame (servers never mask)."""
+    def need(n: int) -> None:
+        while len(buf) < n:
+            chunk = sock.recv(65536)
+            assert chunk, "the server closed the connection"
+            buf.extend(chunk)
+
+    need(2)
+    length, head = buf[1] & 0x7F, 2
+    if length == 126:
+        need(4)
+        length, head = int.from_bytes(buf[2:4], "big"), 4
+    elif length == 127:
+        need(10)
+        length, head = int.from_bytes(buf[2:10], "big"), 10
+    need(head + length)
+    first, payload = buf[0], bytes(buf[head:head + length])
+    del buf[:head + length]
+    return first, payload
+
+
+def test_idle_frames_go_out_plain_until_a_turn_streams_compressed(navi: Any, fake_ollama: Any) -> None:
+    """An idle socket's session_sync and heartbeats are sent uncompressed (no compressor is built
+    for it); a turn's frames are compressed, and every frame decodes with one inflater
+    (context takeover), as a browser would read them."""
+    import base64
+    import json
+    import os
+    import zlib
+
+    from tests.transport.test_protocol_live import _session
+
+    sid = _session(navi)
+    fake_ollama.script(text="DIRECT")
+    fake_ollama.script(text="A compressed answer. " * 5)
+    sock = socket.create_connection(("127.0.0.1", navi.port), timeout=10)
+    buf = bytearray()
+    try:
+        sock.sendall((f"GET /ws/sessions/{sid}?token={navi.token} HTTP/1.1\r\nHost: 127.0.0.1:{navi.port}\r\n"
+                      "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                      f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+                      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n").encode())
+        while b"\r\n\r\n" not in buf:
+            buf.extend(sock.recv(65536))
+        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+        buf[:] = rest
+        assert b" 101 " in head.split(b"\r\n")[0] and b"permessage-deflate" in head.lower()
+        inflater = zlib.decompressobj(-15)
+
+        def event() -> tuple[bool, dict[str, Any]]:
+            first, payload = _read_frame(sock, buf)
+            compressed = bool(first & 0x40)  # RSV1
+            if compressed:
+                payload = inflater.decompress(payload + b"\x00\x00\xff\xff")
+            return compressed, json.loads(payload)
+
+        assert event() == (False, {"type": "session_sync"})
+        assert event() == (False, {"type": "heartbeat"})  # WS_HEARTBEAT_SECONDS=1.5 here
+        frame = json.dumps({"type": "message", "content": "Say something"}).encode()
+        mask = os.urandom(4)
+        sock.sendall(bytes([0x81, 0x80 | len(frame)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(frame)))
+        turn = []
+        while not turn or turn[-1][1]["type"] != "session_sync":
+            compressed, ev = event()
+            if ev["type"] != "heartbeat":
+                turn.append((compressed, ev))
+    finally:
+        sock.close()
+    assert all(compressed for compressed, _ in turn), turn
+    kinds = [ev["type"] for _, ev in turn]
+    assert kinds[0] == "stream_start" and kinds[-2:] == ["stream_end", "session_sync"]
+    text = "".join(ev["delta"] for _, ev in turn if ev["type"] == "stream_delta")
+    assert text == "A compressed answer. " * 5
