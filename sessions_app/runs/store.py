@@ -67,8 +67,8 @@ class RunStore(Protocol):
     async def stop_requested(self, session_id: str, run_id: str) -> bool: ...
 
 
-def dumps_event(event: dict[str, Any]) -> bytes:
-    """An event's compact JSON: orjson, or json where orjson refuses (integers beyond 64 bits,
+def dumps_event(event: Any) -> bytes:
+    """An event's (or a list of events') compact JSON: orjson, or json where orjson refuses (integers beyond 64 bits,
     lone surrogates)."""
     try:
         return orjson.dumps(event)
@@ -83,9 +83,29 @@ def dumps_event(event: dict[str, Any]) -> bytes:
 class _LocalSession:
     seq: int = 0
     lock: str | None = None
-    log: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)  # the running turn's events
+    packed: bytes = b""  # or, once the run has ended, the same events as one JSON array
     log_expires: float = 0.0
     stop_for: str | None = None
+
+    def events(self) -> list[dict[str, Any]]:
+        """The log of the current or last turn (the running turn's own list: do not change it)."""
+        return self.log if self.log or not self.packed else loads_events(self.packed)  # type: ignore[no-any-return]
+
+    def pack(self) -> None:
+        """A finished turn's log is kept for LOG_TTL_S for ``?after=N`` reconnects, but read
+        rarely: as one JSON array it takes ~50 bytes an event instead of a dict and a string
+        (~300 bytes). 100 finished turns of 1 000 tokens: ~13 MB less."""
+        if self.log:
+            self.packed, self.log = dumps_event(self.log), []
+
+
+def loads_events(data: bytes) -> Any:
+    """``dumps_event``'s inverse (json where orjson refuses: escaped lone surrogates)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 class LocalStore:
@@ -119,13 +139,14 @@ class LocalStore:
             if state.lock == run_id:
                 state.lock = None
                 state.log_expires = time.monotonic() + LOG_TTL_S
+                state.pack()
             self._expire_logs()
 
     def _expire_logs(self) -> None:
         now = time.monotonic()
         for state in self._sessions.values():
-            if state.lock is None and state.log and state.log_expires < now:
-                state.log = []
+            if state.lock is None and (state.log or state.packed) and state.log_expires < now:
+                state.log, state.packed = [], b""
 
     async def busy(self, session_id: str) -> bool:
         return self.busy_sync(session_id)
@@ -139,7 +160,7 @@ class LocalStore:
 
     async def begin_log(self, session_id: str) -> int:
         state = self._get(session_id)
-        state.log = []
+        state.log, state.packed = [], b""
         return state.seq
 
     async def append(self, session_id: str, seq: int, event: dict[str, Any]) -> None:
@@ -155,13 +176,13 @@ class LocalStore:
         state = self._sessions.get(session_id)
         if state is None:
             return Snapshot(active=False, events=[])
-        return Snapshot(active=state.lock is not None, events=list(state.log), last_seq=state.seq)
+        return Snapshot(active=state.lock is not None, events=list(state.events()), last_seq=state.seq)
 
     async def tail(self, session_id: str, after: int) -> Snapshot:
         state = self._sessions.get(session_id)
         if state is None:
             return Snapshot(active=False, events=[])
-        log = state.log
+        log = state.events()
         start = max(0, after - log[0]["seq"] + 1) if log else 0  # seqs in a log are consecutive
         return Snapshot(active=state.lock is not None, events=[e for e in log[start:] if e["seq"] > after],
                         last_seq=state.seq)

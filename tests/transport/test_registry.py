@@ -408,3 +408,32 @@ async def test_a_timed_flush_in_process_numbers_logs_and_sends_without_a_task(se
     assert sent["type"] == "stream_delta" and sent["delta"] == "ab"
     assert (await store.snapshot(sid)).events == [sent]
     await comm.disconnect()
+
+
+async def test_a_finished_turns_log_is_kept_packed_and_reads_back_the_same() -> None:
+    """Embedded mode keeps a finished turn's log as one JSON array (for ?after=N reconnects):
+    snapshot and tail read back exactly the events that were logged, whatever they hold."""
+    from sessions_app.runs.store import LocalStore
+
+    store = LocalStore()
+    sid = "s1"
+    assert await store.acquire(sid, "r1")
+    first = await store.begin_log(sid)
+    events = [{"type": "stream_start", "seq": first + 1},
+              {"type": "stream_delta", "delta": "héllo ✓ \ud800 lone", "seq": first + 2},
+              {"type": "tool_call", "tool": "t", "args": {"n": 2**70, "x": [1.5, None, True]}, "seq": first + 3},
+              {"type": "session_sync", "seq": first + 4}]
+    for event in events:
+        store.append_now(sid, event["seq"], event)
+    live = await store.snapshot(sid)
+    await store.release(sid, "r1")
+    state = store._sessions[sid]
+    assert state.log == [] and state.packed  # packed once the run ended
+    done = await store.snapshot(sid)
+    assert live.active and not done.active
+    assert done.events == live.events == events and done.last_seq == first + 4
+    assert (await store.tail(sid, first + 2)).events == events[2:]
+    assert (await store.tail(sid, first + 4)).events == []
+    assert await store.acquire(sid, "r2")  # the next turn starts a fresh log
+    await store.begin_log(sid)
+    assert (await store.snapshot(sid)).events == []
