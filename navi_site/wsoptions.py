@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 IDLE_FRAMES = frozenset({b'{"type":"session_sync"}', b'{"type":"heartbeat"}'})
+IDLE_FRAME_MAX = max(map(len, IDLE_FRAMES))
 SERVER_WINDOW_BITS = 11  # 2 KiB history for server -> client messages
 SERVER_MEM_LEVEL = 4  # zlib memLevel: 8 KiB hash + 16 KiB buffers at 4
 CLIENT_WINDOW_BITS = 11
@@ -71,7 +72,7 @@ def idle_frames_uncompressed() -> None:
     def sendMessage(self: Any, payload: bytes, isBinary: bool = False, fragmentSize: int | None = None,  # noqa: N802,N803
                     sync: bool = False, doNotCompress: bool = False) -> None:
         deflate = self._perMessageCompress
-        if (deflate is not None and not doNotCompress and payload in IDLE_FRAMES
+        if (deflate is not None and not doNotCompress and len(payload) <= IDLE_FRAME_MAX and payload in IDLE_FRAMES
                 and getattr(deflate, "_compressor", True) is None):
             doNotCompress = True
         send(self, payload, isBinary, fragmentSize, sync, doNotCompress)

@@ -90,7 +90,8 @@ class _LocalSession:
 
     def events(self) -> list[dict[str, Any]]:
         """The log of the current or last turn (the running turn's own list: do not change it)."""
-        return self.log if self.log or not self.packed else loads_events(self.packed)  # type: ignore[no-any-return]
+        log = self.log  # one read: pack() (release, perhaps on a worker thread) sets packed first, then log
+        return log if log or not self.packed else loads_events(self.packed)  # type: ignore[no-any-return]
 
     def pack(self) -> None:
         """A finished turn's log is kept for LOG_TTL_S for ``?after=N`` reconnects, but read

@@ -94,7 +94,10 @@ class EventWriter:
 
         numbered = self._number(event)
         fused = getattr(self.store, "append_and_publish", None)
-        target = redis_publication(self.session_id, numbered) if fused is not None else None
+        try:
+            target = redis_publication(self.session_id, numbered) if fused is not None else None
+        except Exception:  # the layer cannot encode it (msgpack: integers beyond 64 bits, lone
+            target = None  # surrogates): log it as JSON below; its publish fails and is logged
         if fused is not None and target is not None and target[0] == getattr(self.store, "url", None):
             # Scale-out with the layer on the store's Redis: log and publish in one command.
             try:

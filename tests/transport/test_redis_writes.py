@@ -157,3 +157,29 @@ async def test_a_scale_out_run_logs_and_publishes_each_event_in_one_command(monk
         set_run_registry(None)
     assert [e["type"] for e in events] == fused
     assert events == (await registry.snapshot(sid)).events
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_event_the_layer_cannot_encode_is_still_logged_and_the_turn_goes_on(settings: Any) -> None:
+    """msgpack refuses integers beyond 64 bits and lone surrogates; the log (JSON) takes them: the
+    event is logged, only its live publish fails, and the events after it go out as usual."""
+    from sessions_app.runs.store import RedisStore
+    from sessions_app.runs.writer import EventWriter
+    from tests.transport.helpers import connect, make_session, receive_until
+
+    sid, token, _ = await make_session()
+    comm = await connect(sid, token)
+    assert await comm.receive_json_from() == {"type": "session_sync"}
+    store = RedisStore(settings.REDIS_URL)
+    writer = EventWriter(store, sid, "r1", coalesce_ms=0, first_seq=await store.begin_log(sid))
+    odd = [{"type": "tool_started", "tool": "t", "args": {"n": 2**70}},
+           {"type": "stream_delta", "delta": "lone \ud83d half"}]
+    for event in [*odd, {"type": "stream_delta", "delta": "fine"}, {"type": "session_sync"}]:
+        await writer.push(event)  # never raises
+    logged = (await store.snapshot(sid)).events
+    assert [e["type"] for e in logged] == ["tool_started", "stream_delta", "stream_delta", "session_sync"]
+    assert logged[0]["args"]["n"] == 2**70 and logged[1]["delta"] == "lone \ud83d half"
+    live = await receive_until(comm, "session_sync")  # the two odd ones come from the log's tail
+    assert [e["seq"] for e in live] == [e["seq"] for e in logged]
+    assert live[2:] == logged[2:]
+    await comm.disconnect()
