@@ -151,8 +151,6 @@ VARIABLES: tuple[Var, ...] = (
     Var("NAVI_PERSONA_FILE", "", _str, "Path to a .txt file with the persona (wins over NAVI_PERSONA)"),
     # Storage and files
     Var("DATABASE_URL", "", _str, "Database URL: sqlite:///path/navi.db (default: data/navi.db) or postgres://..."),
-    Var("DATABASE_CONN_MAX_AGE", "60", _int(0), "PostgreSQL: seconds a connection is kept for reuse (0 = a new one per "
-        "request). Each server thread that used the database keeps one: mind PostgreSQL's max_connections"),
     Var("REDIS_URL", "", _str, "Redis URL; set together with a PostgreSQL DATABASE_URL for scale-out mode"),
     Var("NAVI_DATA_DIR", "data", _str, "Where the SQLite database and other state live"),
     Var("TOOLS_DIR", "tools", _str, "User tools directory"),

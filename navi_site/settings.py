@@ -144,12 +144,7 @@ TEMPLATES = [
 
 # --- database ---------------------------------------------------------------
 if _VALUES["DATABASE_URL"]:
-    # Keep a thread's PostgreSQL connection between requests (checked before reuse): with 0, every
-    # request and every ORM call from async code connected anew (a TCP handshake, authentication and
-    # a server process forked by PostgreSQL); with 100 sessions streaming that was ~6 % of the
-    # server's samples and doubled the median of a plain GET /sessions.
-    DATABASES = {"default": dj_database_url.parse(_VALUES["DATABASE_URL"], conn_max_age=_VALUES["DATABASE_CONN_MAX_AGE"],
-                                                  conn_health_checks=True)}
+    DATABASES = {"default": dj_database_url.parse(_VALUES["DATABASE_URL"], conn_max_age=0)}
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "navi.db")}}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -31,18 +31,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_embedded)
 
 
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
-    """This process's PostgreSQL connections close after each request, as before
-    DATABASE_CONN_MAX_AGE: a persistent one in a worker thread (sync_to_async, the HTTP pool)
-    would keep the test database open, and dropping it at the end would fail. Live servers
-    (subprocesses) keep the default."""
-    from django.conf import settings
-
-    if settings.DATABASE_VENDOR == "postgresql":
-        settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
-
-
 @pytest.fixture(autouse=True)
 def _isolated_files(settings, tmp_path):
     """Every test gets its own session-files and tools directories."""

@@ -29,7 +29,6 @@ def test_documented_defaults() -> None:
     assert values["LLM_STREAM_CHUNK_TIMEOUT"] == 60
     assert values["SESSION_FILES_MAX_SIZE_MB"] == 200
     assert values["SESSION_FILES_TTL_HOURS"] == 24
-    assert values["DATABASE_CONN_MAX_AGE"] == 60
     # DESIGN.md §8: the unsafe documented default "*" is replaced by safe lists.
     assert values["FS_ALLOWED_PATHS"] == []
     assert "*" not in values["TERMINAL_ALLOWED_COMMANDS"] and "ls" in values["TERMINAL_ALLOWED_COMMANDS"]
@@ -45,7 +44,6 @@ def test_documented_defaults() -> None:
         ({"CONTEXT_COMPRESSION_THRESHOLD": "1.5"}, "CONTEXT_COMPRESSION_THRESHOLD=1.5 is out of range"),
         ({"LLM_STREAM_CHUNK_TIMEOUT": "soon"}, "LLM_STREAM_CHUNK_TIMEOUT='soon' is not a number"),
         ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL='LOUD' is not a log level"),
-        ({"DATABASE_CONN_MAX_AGE": "-5"}, "DATABASE_CONN_MAX_AGE=-5 is too small: it must be at least 0"),
         ({"DATABASE_URL": "mysql://root@localhost/navi"}, "DATABASE_URL scheme 'mysql' is not supported"),
         ({"NAVI_PERSONA_FILE": "/nonexistent/persona.txt"}, "NAVI_PERSONA_FILE='/nonexistent/persona.txt' cannot be read"),
     ],
