@@ -12,6 +12,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from navi_site import db_connections  # noqa: E402,F401 - which PostgreSQL connections are kept
 from navi_site.http_loop import HttpLoop, SyncRequests  # noqa: E402
 from navi_site.ws_auth import WebSocketAuthStack  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402

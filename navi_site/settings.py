@@ -144,7 +144,10 @@ TEMPLATES = [
 
 # --- database ---------------------------------------------------------------
 if _VALUES["DATABASE_URL"]:
-    DATABASES = {"default": dj_database_url.parse(_VALUES["DATABASE_URL"], conn_max_age=0)}
+    # Connections close after each request (Django's advice under ASGI), except in threads that
+    # live as long as the server, which keep theirs (navi_site/db_connections.py); health checks
+    # make a kept connection that died (a PostgreSQL restart) reconnect quietly.
+    DATABASES = {"default": dj_database_url.parse(_VALUES["DATABASE_URL"], conn_max_age=0, conn_health_checks=True)}
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "navi.db")}}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -160,6 +163,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Keep each thread's connection: with the default (0) every ORM call from async code opened a
     # new one (file open, the PRAGMAs above), ~9 % of the server's CPU with 100 streaming sessions.
     DATABASES["default"]["CONN_MAX_AGE"] = None
+DB_CONNECTION_KEEP_S = 60.0  # see navi_site/db_connections.py
 # Test databases are per process, so concurrent test runs never share one.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("TEST", {})["NAME"] = f"/tmp/navi-test-{os.getpid()}.db"

@@ -31,6 +31,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_embedded)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_kept_connections_in_this_process() -> None:
+    """This process's threads close their PostgreSQL connections after each request: a kept one
+    would hold the test database open, and dropping it at the end would fail. Live servers
+    (subprocesses) keep theirs (navi_site/db_connections.py)."""
+    from django.conf import settings
+
+    settings.DB_CONNECTION_KEEP_S = 0
+
+
 @pytest.fixture(autouse=True)
 def _isolated_files(settings, tmp_path):
     """Every test gets its own session-files and tools directories."""

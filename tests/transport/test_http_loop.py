@@ -161,3 +161,49 @@ async def test_async_views_and_uploads_take_the_loop_path(test_urls: None) -> No
     assert not sync.accepts(http_scope("/async"), {"type": "http.request", "body": b""})
     assert not sync.accepts(http_scope("/sync"), {"type": "http.request", "body": b"a", "more_body": True})
     assert not sync.accepts(http_scope("/static/app.js"), {"type": "http.request", "body": b""})
+
+
+@pytest.mark.scaleout
+@pytest.mark.django_db(transaction=True)
+def test_long_lived_threads_keep_their_postgresql_connection_a_requests_own_thread_does_not(settings: Any) -> None:
+    """Django closes a connection at the end of each request under ASGI (CONN_MAX_AGE 0). A thread
+    that lives as long as the server (an HTTP worker) keeps its connection across requests; a
+    thread made for one request (Django's ASGI handler: asgiref's ThreadSensitiveContext) gets a
+    new one and leaves none open behind it."""
+    from asgiref.sync import ThreadSensitiveContext, sync_to_async
+    from django.core import signals
+    from django.core.handlers.asgi import ASGIHandler
+    from django.db import connection
+
+    import navi_site.db_connections  # noqa: F401 - the receiver, as navi_site.asgi installs it
+
+    def request_cycle() -> int:  # what Django does around every request
+        signals.request_started.send(sender=ASGIHandler, scope={})
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                return int(cursor.fetchone()[0])
+        finally:
+            signals.request_finished.send(sender=ASGIHandler)
+
+    async def in_a_request_thread() -> int:
+        async with ThreadSensitiveContext():
+            return await sync_to_async(request_cycle)()
+
+    def alive(pid: int) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            return bool(cursor.fetchone()[0])
+
+    settings.DB_CONNECTION_KEEP_S = 60
+    pool = SyncRequests(workers=1)._executor()
+    try:
+        kept = [pool.submit(request_cycle).result(10) for _ in range(3)]
+        own = [asyncio.run(in_a_request_thread()), asyncio.run(in_a_request_thread())]
+        assert len(set(kept)) == 1 and alive(kept[0])
+        assert own[0] != own[1] and kept[0] not in own
+        assert not any(alive(pid) for pid in own)  # closed at the request's end, not stranded
+    finally:
+        pool.submit(lambda: connection.close()).result(10)
+        pool.shutdown()
+        connection.close()
