@@ -2,16 +2,19 @@
 
 Django closes a connection at the end of each request here (CONN_MAX_AGE 0), as its
 documentation asks under ASGI: Django's ASGI handler runs each request's synchronous parts in
-a thread made for that request (asgiref's ThreadSensitiveContext), and a connection kept there
-would be stranded when the thread ends, open until the collector finds it. Every other thread
-that touches the database lives as long as the server: the HTTP worker threads
-(``http_loop.SyncRequests``), asgiref's one sync thread (``database_sync_to_async``: a
-WebSocket's access check, the hooks at the end of every turn) and the executor threads. Their
-connections are kept for ``settings.DB_CONNECTION_KEEP_S`` (checked before reuse:
-CONN_HEALTH_CHECKS), so a request or a turn's end no longer pays a connect (a TCP handshake,
-authentication and a backend process forked by PostgreSQL: with 100 sessions streaming, ~6 % of
-the server's samples, and GET /sessions p50 28.6 -> 17 ms). The number of connections is bounded
-by those threads: at most ~20 for each ASGI process, plus a Celery worker's own.
+a thread made for that request (asgiref's ThreadSensitiveContext, which also marks everything
+started from the request, such as a turn started by ``POST /messages``), and a connection kept
+there would be stranded when the thread ends. Two kinds of thread that close their connection
+at request boundaries live as long as the server: the HTTP workers (``http_loop.SyncRequests``)
+and asgiref's one sync thread (``database_sync_to_async`` outside a request: a WebSocket's access
+check, the hooks at the end of a turn started over a WebSocket). Their connections are now kept:
+closed at the first request boundary ``settings.DB_CONNECTION_KEEP_S`` after they were opened,
+and health-checked before reuse (CONN_HEALTH_CHECKS), so a request no longer pays a connect (a
+TCP handshake, authentication and a backend process forked by PostgreSQL: with 100 sessions
+streaming, ~6 % of the server's samples, and GET /sessions p50 ~18 -> ~14 ms). That is at most
+``SyncRequests.workers`` + 1 connections more a process, each idle until its thread's next
+request. (Executor threads, ``sync_to_async(thread_sensitive=False)``, never reach a request
+boundary: they kept their connections before this, unchecked, and still do.)
 """
 from __future__ import annotations
 

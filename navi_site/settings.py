@@ -144,9 +144,9 @@ TEMPLATES = [
 
 # --- database ---------------------------------------------------------------
 if _VALUES["DATABASE_URL"]:
-    # Connections close after each request (Django's advice under ASGI), except in threads that
-    # live as long as the server, which keep theirs (navi_site/db_connections.py); health checks
-    # make a kept connection that died (a PostgreSQL restart) reconnect quietly.
+    # Connections close after each request (Django's advice under ASGI), except in the HTTP
+    # workers and asgiref's sync thread, which keep theirs (navi_site/db_connections.py); health
+    # checks make such a kept connection that died (a PostgreSQL restart) reconnect quietly.
     DATABASES = {"default": dj_database_url.parse(_VALUES["DATABASE_URL"], conn_max_age=0, conn_health_checks=True)}
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "navi.db")}}
