@@ -61,14 +61,16 @@ def publish(session_id: str | uuid.UUID, event: dict[str, Any], *, timeout: floa
     async_to_sync(_send)(layer, session_id, event)
 
 
-def redis_publication(session_id: str | uuid.UUID, event: dict[str, Any]) -> tuple[str, str, bytes] | None:
-    """(Redis address, channel, payload) of the PUBLISH that ``apublish`` would send for this event
-    in scale-out mode, so that the run writer can send it in the same command as the event's log
-    entry; None with the in-memory layer (or a sharded Redis layer). Call from async code."""
+def redis_publication(session_id: str | uuid.UUID, event: dict[str, Any], *, redis_url: str) -> tuple[str, bytes] | None:
+    """(channel, payload) of the PUBLISH that ``apublish`` would send for this event to the Redis
+    at ``redis_url``, so that the run writer can send it in the same command as the event's log
+    entry; None with the in-memory layer, a layer on another Redis or a sharded one. Raises what
+    the layer's encoding raises. Call from async code."""
     publication = getattr(get_channel_layer(), "publication", None)
     if publication is None:
         return None
-    return publication(group_name(session_id), {"type": "session.event", "event": event})  # type: ignore[no-any-return]
+    return publication(group_name(session_id), {"type": "session.event", "event": event},  # type: ignore[no-any-return]
+                       redis_url=redis_url)
 
 
 def can_publish_now() -> bool:

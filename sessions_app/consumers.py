@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-import orjson
 import structlog
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
@@ -47,6 +45,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from navi_site.errors import NotFound
+from sessions_app import eventjson
 from sessions_app.bus import group_name
 from sessions_app.frames import FrameError, MessageFrame, TokenBucket, parse_frame
 
@@ -79,12 +78,8 @@ def _resolve_files(session_id: str, refs: list[Any]) -> list[dict[str, Any]]:
 
 
 def _encode(content: Any) -> str:
-    """Compact JSON, non-ASCII as is. orjson (one event per frame, ~20x faster than json here);
-    json for what orjson refuses (non-string keys, integers beyond 64 bits, lone surrogates)."""
-    try:
-        return orjson.dumps(content).decode()
-    except TypeError:
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+    """A frame's text: compact JSON, non-ASCII as is (``eventjson``)."""
+    return eventjson.dumps(content).decode()
 
 
 def _after(scope: dict[str, Any]) -> int | None:

@@ -198,15 +198,12 @@ class NaviRedisPubSubChannelLayer(_Attachable, RedisPubSubChannelLayer):  # type
             _wrap_close(self, loop)
         return layer
 
-    def publication(self, group: str, message: dict[str, Any]) -> tuple[str, str, bytes] | None:
-        """(Redis address, channel, payload) of the one PUBLISH ``group_send`` makes for this
-        message, so that a caller can send it inside another command to the same Redis (the run
-        writer logs and publishes an event in one script). None with several shards. Call on
-        the loop that would send it."""
+    def publication(self, group: str, message: dict[str, Any], *, redis_url: str) -> tuple[str, bytes] | None:
+        """(channel, payload) of the one PUBLISH ``group_send`` makes for this message, when it
+        would go to the Redis at ``redis_url``, so that the caller can send it inside another
+        command there (the run writer logs and publishes an event in one script); None with
+        another Redis or several shards. Call on the loop that would send it."""
         layer = self._get_layer()
-        if len(layer.publishers) != 1:
+        if len(layer._shards) != 1 or layer._shards[0].host.get("address") != redis_url:
             return None
-        address = layer._shards[0].host.get("address")
-        if not isinstance(address, str):
-            return None
-        return address, layer._get_group_channel_name(group), self.serialize(message)
+        return layer._get_group_channel_name(group), self.serialize(message)

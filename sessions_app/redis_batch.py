@@ -30,20 +30,15 @@ class CommandBatcher:
         self.queue: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self.task: asyncio.Task[None] | None = None
 
-    def send(self, *command: Any) -> asyncio.Future[Any]:
-        """Queue a command and return the future of its reply (call on the batcher's loop).
-
-        The command goes out in order even if nobody awaits the future."""
+    async def call(self, *command: Any) -> Any:
+        """Send a command and wait for its reply; a Redis error is raised here. The command goes
+        out in call order even if the caller is cancelled meanwhile."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
         self.queue.append((command, done))
         if self.task is None:
             self.task = loop.create_task(self._send_batches())
-        return done
-
-    async def call(self, *command: Any) -> Any:
-        """Send a command and wait for its reply; a Redis error is raised here."""
-        return await self.send(*command)
+        return await done
 
     async def _send_batches(self) -> None:
         try:

@@ -28,8 +28,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
+from sessions_app import eventjson
 from sessions_app.redis_batch import CommandBatcher
 
 LOCK_TTL_S = 30
@@ -67,15 +66,6 @@ class RunStore(Protocol):
     async def stop_requested(self, session_id: str, run_id: str) -> bool: ...
 
 
-def dumps_event(event: Any) -> bytes:
-    """An event's (or a list of events') compact JSON: orjson, or json where orjson refuses (integers beyond 64 bits,
-    lone surrogates)."""
-    try:
-        return orjson.dumps(event)
-    except TypeError:
-        return json.dumps(event, separators=(",", ":")).encode()
-
-
 # -- embedded -----------------------------------------------------------------------------
 
 
@@ -91,22 +81,14 @@ class _LocalSession:
     def events(self) -> list[dict[str, Any]]:
         """The log of the current or last turn (the running turn's own list: do not change it)."""
         log = self.log  # one read: pack() (release, perhaps on a worker thread) sets packed first, then log
-        return log if log or not self.packed else loads_events(self.packed)  # type: ignore[no-any-return]
+        return log if log or not self.packed else eventjson.loads(self.packed)  # type: ignore[no-any-return]
 
     def pack(self) -> None:
         """A finished turn's log is kept for LOG_TTL_S for ``?after=N`` reconnects, but read
         rarely: as one JSON array it takes ~50 bytes an event instead of a dict and a string
         (~300 bytes). 100 finished turns of 1 000 tokens: ~13 MB less."""
         if self.log:
-            self.packed, self.log = dumps_event(self.log), []
-
-
-def loads_events(data: bytes) -> Any:
-    """``dumps_event``'s inverse (json where orjson refuses: escaped lone surrogates)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+            self.packed, self.log = eventjson.dumps(self.log), []
 
 
 class LocalStore:
@@ -337,7 +319,7 @@ class RedisStore:
 
     @staticmethod
     def _append_args(session_id: str, seq: int, event: dict[str, Any]) -> tuple[Any, ...]:
-        return (_key(session_id, "seq"), _key(session_id, "log"), seq, dumps_event(event), SEQ_TTL_S, LOG_TTL_S)
+        return (_key(session_id, "seq"), _key(session_id, "log"), seq, eventjson.dumps(event), SEQ_TTL_S, LOG_TTL_S)
 
     async def snapshot(self, session_id: str) -> Snapshot:
         pipe = self._client().pipeline(transaction=True)

@@ -94,14 +94,15 @@ class EventWriter:
 
         numbered = self._number(event)
         fused = getattr(self.store, "append_and_publish", None)
-        try:
-            target = redis_publication(self.session_id, numbered) if fused is not None else None
-        except Exception:  # the layer cannot encode it (msgpack: integers beyond 64 bits, lone
-            target = None  # surrogates): log it as JSON below; its publish fails and is logged
-        if fused is not None and target is not None and target[0] == getattr(self.store, "url", None):
-            # Scale-out with the layer on the store's Redis: log and publish in one command.
+        target = None
+        if fused is not None:  # scale-out: with the layer on the store's Redis, one command
             try:
-                await fused(self.session_id, self.seq, numbered, target[1], target[2])
+                target = redis_publication(self.session_id, numbered, redis_url=self.store.url)  # type: ignore[attr-defined]
+            except Exception:  # the layer cannot encode it (msgpack: integers beyond 64 bits, lone
+                pass  # surrogates): log it as JSON below; its publish fails and is logged
+        if target is not None:
+            try:
+                await fused(self.session_id, self.seq, numbered, *target)
                 return
             except Exception:  # Redis hiccup: live clients may still get the event below
                 self.log.exception("run_log_append_failed", seq=self.seq)

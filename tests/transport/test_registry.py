@@ -169,10 +169,10 @@ def _lose(monkeypatch: pytest.MonkeyPatch, lost: Any) -> list[dict[str, Any]]:
         if not drops(event):
             await real(layer, session_id, event)
 
-    def lossy_publication(session_id: Any, event: dict[str, Any]) -> tuple[str, str, bytes] | None:
-        target = real_publication(session_id, event)
+    def lossy_publication(session_id: Any, event: dict[str, Any], **kw: Any) -> tuple[str, bytes] | None:
+        target = real_publication(session_id, event, **kw)
         if target is not None and drops(event):
-            return target[0], "navi-test-nobody-listens", target[2]
+            return "navi-test-nobody-listens", target[1]
         return target
 
     monkeypatch.setattr(bus, "_send", lossy)
