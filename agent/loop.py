@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import structlog
+from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from agent import ctx
+from agent import ctx, ports
 from agent.aids import (
     SMALL_TALK,
     Decision,
@@ -42,7 +43,6 @@ from agent.events import (
     ToolStarted,
     TurnThinking,
 )
-from agent.hooks import memory_provider
 from agent.llm.base import ChatMessage, LLMBackend, LLMError, ToolCallRequest
 from agent.llm.registry import get_backend
 from agent.mechanics import Mechanics
@@ -212,9 +212,7 @@ class Agent:
         ctx.current_model.set(profile.model or settings.OLLAMA_DEFAULT_MODEL)
 
     async def _plan(self, turn: Turn) -> AsyncIterator[AgentEvent]:
-        from tools_app.registry import aget_registry
-
-        registry = await aget_registry()
+        registry = await ports.tools().for_turn()
         profile = turn.profile
         plan = await make_plan(
             get_backend(profile.llm_backend), model=_model(profile), request=turn.goal, history=turn.history,
@@ -234,9 +232,7 @@ class Agent:
         return [n for n in registry.tools_for_profile(wanted) if n not in turn.excluded_tools and registry.can_use(n)]
 
     async def _iterate(self, turn: Turn) -> AsyncIterator[AgentEvent]:
-        from tools_app.registry import aget_registry
-
-        registry = await aget_registry()
+        registry = await ports.tools().for_turn()
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
         model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
@@ -445,7 +441,7 @@ def _with_files(text: str, files: Sequence[dict[str, Any]]) -> str:
 
 
 async def _memory(user_id: int | None) -> str | None:
-    provider = memory_provider()
+    provider = ports.memory()
     if provider is None or user_id is None:
         return None
     try:
@@ -456,37 +452,26 @@ async def _memory(user_id: int | None) -> str | None:
 
 
 async def _profile_ids() -> list[str]:
-    from asgiref.sync import sync_to_async
-
-    from agent.models import AgentProfile
-
-    return await sync_to_async(lambda: list(AgentProfile.objects.filter(is_active=True).values_list("id", flat=True)),
-                               thread_sensitive=False)()
+    return await sync_to_async(ports.profiles().active_ids, thread_sensitive=False)()
 
 
 def _read_todo(session_id: str) -> list[dict[str, Any]]:
-    from tools_app.builtins_meta import read_todo
-
     try:
-        return read_todo(session_id)
+        return ports.todo().read(session_id)
     except Exception:  # noqa: BLE001 - a broken todo file must not break the turn
         return []
 
 
 def _advance_todo(session_id: str, tool: str) -> None:
-    from tools_app.builtins_meta.todo import complete_next
-
     try:
-        complete_next(session_id, f"{tool} succeeded")
+        ports.todo().complete_next(session_id, f"{tool} succeeded")
     except Exception:  # noqa: BLE001
         log.warning("todo_advance_failed")
 
 
 def _set_todo(session_id: str, steps: list[str]) -> None:
-    from tools_app.builtins_meta import set_todo
-
     try:
-        set_todo(session_id, steps)
+        ports.todo().replace(session_id, steps)
     except Exception:  # noqa: BLE001
         log.warning("todo_autopopulate_failed")
 
@@ -500,16 +485,12 @@ _agent: Agent | None = None
 
 
 def get_agent() -> Agent:
-    """The process-wide agent, wired to the Django session store."""
+    """The process-wide agent, on the session store and tools plugged into ``agent.ports``."""
     global _agent
     if _agent is None:
-        from sessions_app.store import DjangoSessionStore
-
-        _agent = Agent(store=DjangoSessionStore())
+        _agent = Agent(store=ports.session_store())
         try:
-            from tools_app.registry import get_registry
-
-            get_registry().on_reload(_agent.builder.invalidate)
+            ports.tools().on_reload(_agent.builder.invalidate)
         except Exception:  # noqa: BLE001
             log.warning("context_cache_hook_failed")
     return _agent

@@ -6,6 +6,8 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from agent import ports
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileSpec:
@@ -50,13 +52,8 @@ class ProfileNotFound(LookupError):
 
 
 def load_profile(profile_id: str) -> ProfileSpec:
-    """Read a profile from the database. Raises ProfileNotFound."""
-    from agent.models import AgentProfile
-
-    obj = AgentProfile.objects.filter(pk=profile_id).first()
-    if obj is None:
-        raise ProfileNotFound(f"Profile {profile_id!r} does not exist.")
-    return ProfileSpec.from_model(obj)
+    """Read a profile through the profiles port (blocking: may hit the database). Raises ProfileNotFound."""
+    return ports.profiles().load(profile_id)
 
 
 aload_profile = sync_to_async(load_profile, thread_sensitive=False)

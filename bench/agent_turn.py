@@ -48,7 +48,7 @@ class InstantBackend:
 def prepare(history: int) -> str:
     from django.contrib.auth import get_user_model
 
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
     from sessions_app.models import Message, Session
 
     user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})

@@ -482,7 +482,7 @@ def raise_nofile(want: int = 8192) -> None:
 
 def set_aids(live: Any, enabled: bool) -> None:
     """Switch the local-model aids of every profile (profiles are read from the DB per turn)."""
-    live.manage("shell", "-c", "from agent.models import AgentProfile; "
+    live.manage("shell", "-c", "from profiles_app.models import AgentProfile; "
                 f"AgentProfile.objects.update(local_model_aids_enabled={enabled})")
 
 

@@ -7,12 +7,12 @@ class MemoryAppConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from agent.hooks import set_memory_provider
+        from agent import ports
         from memory_app.provider import DjangoMemoryProvider
         from memory_app.scheduling import on_session_created
         from sessions_app.hooks import on_session_created as add_created_hook
 
-        set_memory_provider(DjangoMemoryProvider())
+        ports.provide(memory=DjangoMemoryProvider())
         add_created_hook(on_session_created)
         try:
             from tools_app.registry import register_builtin

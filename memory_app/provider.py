@@ -1,4 +1,4 @@
-"""The agent's MemoryProvider (agent.hooks): the summary injected into every run."""
+"""The agent's MemoryProvider (agent.ports): the summary injected into every run."""
 from __future__ import annotations
 
 from memory_app.models import MemorySummary

@@ -18,7 +18,7 @@ def _target_for_user(user_id: int) -> llm.ModelTarget:
     session = Session.objects.select_related("profile").filter(owner_id=user_id).order_by("-last_active").first()
     if session is not None:
         return llm.target_for_profile(session.profile)
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
 
     profile = AgentProfile.objects.filter(pk="secretary").first() or AgentProfile.objects.order_by("id").first()
     return llm.target_for_profile(profile)

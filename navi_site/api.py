@@ -70,8 +70,8 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 def _register_routers() -> None:
-    from agent.api import router as agents_router
     from navi_site.health import router as health_router
+    from profiles_app.api import router as agents_router
     from sessions_app.api import router as sessions_router
 
     api.add_router("", health_router)

@@ -19,6 +19,9 @@ class SessionsAppConfig(AppConfig):
     name = "sessions_app"
 
     def ready(self) -> None:
+        from agent import ports
         from sessions_app.hooks import add_flag_provider
+        from sessions_app.store import DjangoSessionStore
 
+        ports.provide(session_store=DjangoSessionStore())
         add_flag_provider(_busy_flags)

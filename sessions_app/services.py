@@ -12,8 +12,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent.models import AgentProfile
 from navi_site.errors import BadRequest, NotFound
+from profiles_app.models import AgentProfile
 from sessions_app.models import Message, Session
 
 log = structlog.get_logger(__name__)

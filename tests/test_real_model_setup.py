@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.realmodel import catalog, server, weights
-from agent.realmodel.catalog import ModelSpec, WeightPackage
+from local_models import catalog, server, weights
+from local_models.catalog import ModelSpec, WeightPackage
 
 
 def make_wheel(folder: Path, name: str, version: str, members: dict[str, bytes]) -> Path:

@@ -138,6 +138,6 @@ def test_default_profiles_exist_with_real_prompts_and_tools(api) -> None:
     assert "web_search" in profiles["secretary"]["enabled_tools"]
     assert profiles["smart_home"]["scratchpad_sections"] == ["state", "config", "errors"]
     assert profiles["server_admin"]["temperature"] == 0.2
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
 
     assert len(AgentProfile.objects.get(pk="secretary").system_prompt) > 400

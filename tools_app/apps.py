@@ -9,8 +9,16 @@ class ToolsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
+        from agent import ports
+        from tools_app.builtins_meta.agents import SpawnAgentTool, SwitchProfileTool
         from tools_app.models import ToolConfig
+        from tools_app.provider import FileTodoBoard, RegistryToolProvider
+        from tools_app.registry import register_builtin
         from tools_app.selectors import invalidate_tool_configs
+
+        ports.provide(tools=RegistryToolProvider(), todo=FileTodoBoard())
+        register_builtin(SpawnAgentTool)
+        register_builtin(SwitchProfileTool)
 
         def changed(**_: object) -> None:
             invalidate_tool_configs()

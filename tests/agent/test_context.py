@@ -6,8 +6,8 @@ import base64
 import pytest
 from asgiref.sync import sync_to_async
 
+from agent import ports
 from agent.context import ContextBuilder
-from agent.hooks import memory_provider, set_memory_provider
 from agent.llm.base import ChatMessage
 from agent.profiles import ProfileSpec
 
@@ -36,14 +36,14 @@ async def test_memory_summary_is_injected_fresh_every_turn(agent_env) -> None:
         async def summary_for(self, user_id: int) -> str | None:
             return next(summaries)
 
-    previous = memory_provider()
-    set_memory_provider(Provider())
+    previous = ports.memory()
+    ports.provide(memory=Provider())
     try:
         for _ in range(2):
             agent_env.fake.script(text="ok")
             await agent_env.run("where do I live?")
     finally:
-        set_memory_provider(previous)
+        ports.provide(memory=previous)
     first, second = (r["messages"] for r in agent_env.requests())
     assert first[1] == {**first[1], "role": "system", "content": "## What I remember about the user\n\nLives in Porto."}
     assert second[1]["content"].endswith("Lives in Lisbon now.")

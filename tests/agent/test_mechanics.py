@@ -22,7 +22,7 @@ def test_documented_defaults() -> None:
             p.goal_anchoring_interval, p.anti_stall_enabled, p.anti_stall_threshold, p.step_validation_enabled,
             p.adaptive_replan_enabled, p.subagent_planning_enabled) == (
         True, True, False, True, 5, True, 8, False, False, False)
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
 
     m = AgentProfile()
     assert (m.think_enabled, m.iteration_budget_enabled, m.goal_anchoring_interval, m.anti_stall_threshold,

@@ -162,7 +162,7 @@ async def test_the_prompt_shows_only_the_call_templates_of_offered_tools(agent_e
 def test_an_unknown_aid_name_is_refused_with_the_valid_names() -> None:
     from django.core.exceptions import ValidationError
 
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
 
     profile = AgentProfile(id="p", name="P", local_model_aids_off=["shortlist", "telepathy"])
     with pytest.raises(ValidationError) as err:

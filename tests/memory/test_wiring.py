@@ -15,9 +15,9 @@ from tests.memory.conftest import FACTS_EDITOR, make_session, reply_json
 
 @pytest.mark.django_db(transaction=True)
 async def test_provider_returns_the_summary_or_none(user: Any, other_user: Any, thread_db: Any) -> None:
-    from agent.hooks import memory_provider
+    from agent import ports
 
-    assert isinstance(memory_provider(), DjangoMemoryProvider)
+    assert isinstance(ports.memory(), DjangoMemoryProvider)
     provider = DjangoMemoryProvider()
     assert await provider.summary_for(user.pk) is None
     await MemorySummary.objects.acreate(user=user, text="  ")

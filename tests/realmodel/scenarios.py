@@ -404,7 +404,7 @@ def start_navi_for_model(tmp: Path, url: str, alias: str) -> LiveNavi:
 
 
 def model_key(alias: str) -> str:
-    from agent.realmodel.catalog import MODELS
+    from local_models.catalog import MODELS
 
     return next((m.key for m in MODELS.values() if m.alias == alias), "qwen")
 

@@ -21,7 +21,7 @@ class AgentEnv:
         return [e.to_dict() async for e in get_agent().run_stream(self.session_id, text, **kw)]
 
     async def set_profile(self, **fields: Any) -> None:
-        from agent.models import AgentProfile
+        from profiles_app.models import AgentProfile
 
         await sync_to_async(AgentProfile.objects.filter(pk="tester").update)(**fields)
 
@@ -53,7 +53,7 @@ def types(events: list[dict[str, Any]], collapse: bool = True) -> list[str]:
 @pytest.fixture
 def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
     from agent.llm.registry import reset_backends
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
     from sessions_app.services import session_create
     from tests.support.users import make_user
     from tools_app.registry import reset_registry

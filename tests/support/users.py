@@ -12,8 +12,8 @@ __all__ = ["user", "other_user", "token_for", "api", "other_api", "make_user"]
 def make_user(username: str, *, staff: bool = False) -> Any:
     from django.contrib.auth import get_user_model
 
-    from agent.default_profiles import install
-    from agent.models import AgentProfile
+    from profiles_app.default_profiles import install
+    from profiles_app.models import AgentProfile
 
     if not AgentProfile.objects.exists():  # transactional tests flush the migration's rows
         install(AgentProfile)

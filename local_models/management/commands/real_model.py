@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agent.realmodel import catalog, server, weights
-from agent.realmodel.profile import PROFILE_ID, profile_upsert
+from local_models import catalog, server, weights
+from local_models.profile import PROFILE_ID, profile_upsert
 
 
 class Command(BaseCommand):

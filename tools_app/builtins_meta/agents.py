@@ -5,7 +5,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from agent import ctx
+from agent import ctx, ports
 from agent.events import ProfileSwitched
 from agent.profiles import ProfileNotFound, aload_profile
 from tools_app.base import Tool, ToolError, ToolResult
@@ -87,6 +87,4 @@ class SwitchProfileTool(Tool):
 
 
 def _active_ids() -> list[str]:
-    from agent.models import AgentProfile
-
-    return list(AgentProfile.objects.filter(is_active=True).values_list("id", flat=True))
+    return ports.profiles().active_ids()

@@ -6,7 +6,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from agent.models import AgentProfile
+from profiles_app.models import AgentProfile
 
 router = Router(tags=["agents"])
 

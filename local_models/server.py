@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.realmodel.catalog import SERVER_CMAKE_ARGS, SERVER_PACKAGE, SERVER_VERSION, ModelSpec
+from local_models.catalog import SERVER_CMAKE_ARGS, SERVER_PACKAGE, SERVER_VERSION, ModelSpec
 
 Echo = Callable[[str], None]
 HEARTBEAT_SECONDS = 30.0

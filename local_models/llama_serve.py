@@ -1,6 +1,6 @@
 """Run ``llama_cpp.server`` with a bounded default answer length (executed by the server's own venv).
 
-    <cache>/server-venv/bin/python agent/realmodel/llama_serve.py --default_max_tokens 1024 <server options>
+    <cache>/server-venv/bin/python local_models/llama_serve.py --default_max_tokens 1024 <server options>
 
 llama-cpp-python generates until the context is full when a chat request has no
 ``max_tokens`` (Navi sends none). A 0.5B model that falls into a loop then holds

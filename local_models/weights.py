@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent.realmodel.catalog import ModelSpec, WeightPackage
+from local_models.catalog import ModelSpec, WeightPackage
 
 CHUNK = 1 << 20
 Echo = Callable[[str], None]

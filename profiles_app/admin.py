@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from agent.models import AgentProfile
+from profiles_app.models import AgentProfile
 
 
 @admin.register(AgentProfile)

@@ -1,0 +1,148 @@
+"""The ports of the agent core: what it needs from the apps, as small protocols.
+
+The core (`agent/`) imports no app. Each app implements the port it owns and plugs it in from
+its ``AppConfig.ready()``:
+
+| port            | implemented by                                   |
+|-----------------|--------------------------------------------------|
+| SessionStore    | ``sessions_app.store.DjangoSessionStore``        |
+| ToolProvider    | ``tools_app.provider.RegistryToolProvider``      |
+| TodoBoard       | ``tools_app.provider.FileTodoBoard``             |
+| ProfileSource   | ``profiles_app.source.DjangoProfileSource``      |
+| MemoryProvider  | ``memory_app.provider.DjangoMemoryProvider``     |
+
+Tests of the core plug in the scripted doubles of ``agent.testing`` instead. A port that is
+asked for before anything was plugged in raises ``PortMissing`` naming the app that provides
+it; the memory port is optional (no memory app: no memory in the prompt).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent.store import SessionStore
+
+if TYPE_CHECKING:
+    from agent.profiles import ProfileSpec
+
+
+class ToolOutput(Protocol):
+    """What a tool run returns to the loop (``tools_app.base.ToolResult`` has this shape)."""
+
+    success: bool
+    metadata: dict[str, Any]
+
+    def for_model(self) -> str: ...
+
+
+class ToolSet(Protocol):
+    """The tools of one turn: names, schemas for the model, and execution."""
+
+    def names(self) -> list[str]: ...
+
+    def tools_for_profile(self, enabled_tools: Iterable[str]) -> list[str]:
+        """The registered tools among a profile's enabled ones (patterns expanded), in order."""
+        ...
+
+    def can_use(self, name: str) -> bool:
+        """Whether the current user (``agent.ctx``) may use the tool at all."""
+        ...
+
+    def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]: ...
+
+    async def execute(self, name: str, args: Any, *, allowed: set[str] | None = None) -> ToolOutput:
+        """Run one call. Tool errors come back as an unsuccessful result, never as an exception."""
+        ...
+
+
+class ToolProvider(Protocol):
+    async def for_turn(self) -> ToolSet:
+        """The tool set for a turn that starts now (fresh admin switches, MCP tools discovered)."""
+        ...
+
+    def on_reload(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever the set of tools changes (the prompt cache depends on it)."""
+        ...
+
+
+class TodoBoard(Protocol):
+    """The session's todo list, which the planner fills and the loop advances."""
+
+    def read(self, session_id: str) -> list[dict[str, Any]]: ...
+
+    def replace(self, session_id: str, steps: list[str]) -> None: ...
+
+    def complete_next(self, session_id: str, note: str) -> None: ...
+
+
+class ProfileSource(Protocol):
+    def load(self, profile_id: str) -> ProfileSpec:
+        """The active or inactive profile with this id. Raises ``agent.profiles.ProfileNotFound``."""
+        ...
+
+    def active_ids(self) -> list[str]: ...
+
+
+class MemoryProvider(Protocol):
+    async def summary_for(self, user_id: int) -> str | None:
+        """The narrative summary of what Navi remembers about the user, or None."""
+        ...
+
+
+class PortMissing(RuntimeError):
+    pass
+
+
+@dataclass(slots=True)
+class _Ports:
+    session_store: SessionStore | None = None
+    tools: ToolProvider | None = None
+    todo: TodoBoard | None = None
+    profiles: ProfileSource | None = None
+    memory: MemoryProvider | None = None
+
+
+_ports = _Ports()
+_PROVIDED_BY = {"session_store": "sessions_app", "tools": "tools_app", "todo": "tools_app",
+                "profiles": "profiles_app", "memory": "memory_app"}
+
+
+def provide(**implementations: Any) -> None:
+    """Plug in implementations by port name (``provide(tools=..., todo=...)``); None unplugs."""
+    for name, impl in implementations.items():
+        if name not in _PROVIDED_BY:
+            raise TypeError(f"unknown port {name!r}; ports: {', '.join(_PROVIDED_BY)}")
+        setattr(_ports, name, impl)
+
+
+def _get(name: str) -> Any:
+    impl = getattr(_ports, name)
+    if impl is None:
+        raise PortMissing(f"the agent's {name} port has no implementation: is {_PROVIDED_BY[name]} in INSTALLED_APPS?")
+    return impl
+
+
+def session_store() -> SessionStore:
+    return _get("session_store")  # type: ignore[no-any-return]
+
+
+def tools() -> ToolProvider:
+    return _get("tools")  # type: ignore[no-any-return]
+
+
+def todo() -> TodoBoard:
+    return _get("todo")  # type: ignore[no-any-return]
+
+
+def profiles() -> ProfileSource:
+    return _get("profiles")  # type: ignore[no-any-return]
+
+
+def memory() -> MemoryProvider | None:
+    return _ports.memory
+
+
+def snapshot() -> dict[str, Any]:
+    """The current implementations (tests swap a port and put the old one back)."""
+    return {name: getattr(_ports, name) for name in _PROVIDED_BY}
