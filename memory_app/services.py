@@ -14,6 +14,7 @@ import structlog
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memory_app import enqueue
 from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category, normalize_key
 from navi_site.errors import BadRequest, Conflict, NotFound
@@ -184,12 +185,4 @@ def summary_set(*, user_id: int, text: str, facts_version: str, still_stale: boo
 
 def summary_rebuild_later(*, user_id: int) -> None:
     """Enqueue ``memory.rebuild_summary`` once the current transaction commits."""
-    from memory_app.tasks import rebuild_summary
-
-    def enqueue() -> None:
-        try:
-            rebuild_summary.delay(user_id)
-        except Exception:  # noqa: BLE001 - the broker being down must not fail the write
-            log.exception("memory_summary_enqueue_failed", user_id=user_id)
-
-    transaction.on_commit(enqueue)
+    enqueue.rebuild_summary_later(user_id)

@@ -29,7 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agent import ctx
-from recall_app import headless, notify
+from recall_app import enqueue, headless, notify
 from recall_app.models import Recall, RecallRun
 from recall_app.services import next_occurrence
 from sessions_app.models import Session
@@ -342,8 +342,6 @@ def dispatch_due(*, now: datetime | None = None, grace: float | None = None) -> 
     """Send fire tasks for due pending recalls whose own task is late (lost in a restart, broker
     flush, beyond the ETA horizon, or it found every slot taken), at most as many as there are
     free run slots. ``grace`` (default RECALL_SWEEP_GRACE_SECONDS): how overdue a recall must be."""
-    from recall_app.tasks import enqueue_fire
-
     now = now or timezone.now()
     free = _setting("RECALL_MAX_CONCURRENT", 3) - running_count(now=now)
     if free <= 0:
@@ -354,7 +352,7 @@ def dispatch_due(*, now: datetime | None = None, grace: float | None = None) -> 
     due = list(Recall.objects.filter(status=Recall.Status.PENDING, trigger_at__lte=now - overdue_by)
                .order_by("trigger_at").values_list("pk", "trigger_at")[:free])
     for pk, trigger_at in due:
-        enqueue_fire(str(pk), trigger_at)
+        enqueue.fire_occurrence(str(pk), trigger_at)
     return [str(pk) for pk, _ in due]
 
 

@@ -14,6 +14,7 @@ import structlog
 from django.db import transaction
 
 from agent.events import RecallUpdate, SessionSync
+from recall_app import enqueue
 from recall_app.models import Recall
 
 log = structlog.get_logger(__name__)
@@ -50,6 +51,4 @@ def on_commit_session_sync(session_id: str) -> None:
 
 def on_commit_enqueue(recall: Recall) -> None:
     """Send the ETA task of the recall's next occurrence once the change commits."""
-    from recall_app.tasks import enqueue_fire
-
-    transaction.on_commit(partial(enqueue_fire, str(recall.id), recall.trigger_at), robust=True)
+    transaction.on_commit(partial(enqueue.fire_occurrence, str(recall.id), recall.trigger_at), robust=True)

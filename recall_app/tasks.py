@@ -6,13 +6,11 @@ Both are idempotent: firing claims the occurrence with a status transition first
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import structlog
 from celery import shared_task
-from django.conf import settings
-from django.utils import timezone
 
 log = structlog.get_logger(__name__)
 
@@ -33,16 +31,3 @@ def sweep() -> dict[str, Any]:
 
     return run_sweep()
 
-
-def enqueue_fire(recall_id: str, due: datetime) -> None:
-    """Send the fire task of one occurrence, due at ``due``.
-
-    Occurrences further away than RECALL_ETA_HORIZON_SECONDS get no ETA task: a Redis
-    broker redelivers unacknowledged ETA messages after its visibility timeout, and a
-    worker would hold days-long ETAs in memory. The sweep fires those when they are due.
-    """
-    horizon = timedelta(seconds=int(getattr(settings, "RECALL_ETA_HORIZON_SECONDS", 3000)))
-    now = timezone.now()
-    if due - now > horizon:
-        return
-    fire.apply_async(args=[recall_id, due.isoformat()], eta=due if due > now else None)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 
+from sessions_app import enqueue
+
 
 @database_sync_to_async
 def is_first_turn(session_id: str) -> bool:
@@ -16,9 +18,7 @@ def is_first_turn(session_id: str) -> bool:
 
 @database_sync_to_async
 def schedule_title(session_id: str) -> None:
-    from sessions_app.tasks import generate_title
-
-    generate_title.delay(str(session_id))
+    enqueue.generate_title_now(str(session_id))
 
 
 @database_sync_to_async

@@ -7,6 +7,8 @@ import concurrent.futures
 import structlog
 
 from sessions_app import bus
+from sessions_app.runs import hooks
+from sessions_app.runs.instance import get_run_registry
 from sessions_app.runs.registry import SessionBusy, TurnRequest
 
 log = structlog.get_logger(__name__)
@@ -17,8 +19,6 @@ async def run_recall_turn(session_id: str, *, user_id: int, content: str, is_rec
 
     Returns "busy" (nothing ran), "success", "max_iterations", "stopped" or "error: <message>".
     """
-    from sessions_app.runs import get_run_registry, hooks
-
     registry = get_run_registry()
     if await registry.ais_busy(session_id):
         return "busy"

@@ -28,11 +28,11 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
     """Never talk to a real broker from these tests; record what would be sent instead.
 
     Events are recorded and still published (tests that subscribe to a group see them)."""
-    from recall_app import notify, tasks
+    from recall_app import enqueue, notify
 
     record = Sent()
     real_publish = notify._publish
-    monkeypatch.setattr(tasks, "enqueue_fire", lambda rid, due: record.tasks.append((rid, due)))
+    monkeypatch.setattr(enqueue, "fire_occurrence", lambda rid, due: record.tasks.append((rid, due)))
 
     def publish(session_id: str, event: dict[str, Any]) -> None:
         record.events.append((session_id, event))

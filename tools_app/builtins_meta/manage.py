@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class RegistryTool(Tool):
-    """A tool that works on the registry it is registered in (the default one if unbound)."""
+    """A tool that works on the registry it is registered in."""
 
     _registry: ToolRegistry | None = None
 
@@ -23,11 +23,11 @@ class RegistryTool(Tool):
 
     @property
     def registry(self) -> ToolRegistry:
-        if self._registry is not None:
-            return self._registry
-        from tools_app.registry import get_registry
-
-        return get_registry()
+        # Bound by ToolRegistry.register_builtin: a meta tool always works on the registry that
+        # holds it (importing the default one here would make registry and meta tools a circle).
+        if self._registry is None:
+            raise RuntimeError(f"{self.name} is not registered in a tool registry")
+        return self._registry
 
 
 class ReloadToolsTool(RegistryTool):
