@@ -46,3 +46,22 @@ def configure(*, level: str = "INFO", fmt: str = "console") -> None:
     root.setLevel(level)
     for noisy in ("daphne", "twisted", "asyncio", "httpx", "httpcore", "celery", "kombu", "asyncssh"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+    asyncio_logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, _ClientWentAway) for f in asyncio_logger.filters):
+        asyncio_logger.addFilter(_ClientWentAway())
+
+
+class _ClientWentAway(logging.Filter):
+    """Drop asyncio's "Task exception was never retrieved" for Django's RequestAborted.
+
+    When a client disconnects and daphne then cancels the request's application instance (on
+    shutdown, or after its close timeout), Django's handler is cancelled before it collects its
+    ``listen_for_disconnect`` task, whose RequestAborted is then reported with a traceback. A
+    client that went away is not an error of Navi's.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from django.core.exceptions import RequestAborted
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, RequestAborted)

@@ -65,3 +65,36 @@ def test_ctrl_c_stops_the_embedded_server_cleanly(tmp_path) -> None:
     assert proc.returncode == 0, text
     assert "Navi (embedded mode) on http://127.0.0.1" in text and "Navi stopped." in text
     assert "Traceback" not in text
+
+
+def test_a_request_aborted_by_its_client_is_not_logged_as_an_error(capsys) -> None:
+    """asyncio reports a handler task's RequestAborted that nobody retrieved (a client gone while
+    daphne cancels its request, e.g. at Ctrl-C); that is not an error, and no traceback is printed."""
+    import asyncio
+    import logging
+
+    from django.core.exceptions import RequestAborted
+
+    from navi_site.logging import configure
+
+    configure(level="INFO", fmt="console")
+
+    async def aborted() -> None:
+        raise RequestAborted()
+
+    async def failing() -> None:
+        raise ValueError("a real bug")
+
+    loop = asyncio.new_event_loop()
+    try:
+        for coro in (aborted(), failing()):
+            task = loop.create_task(coro)
+            loop.run_until_complete(asyncio.wait([task]))
+            loop.call_exception_handler({"message": "Task exception was never retrieved",
+                                         "exception": task.exception(), "future": task})
+    finally:
+        loop.close()
+    logging.getLogger().handlers[0].flush()
+    err = capsys.readouterr().err
+    assert "a real bug" in err and "ValueError" in err
+    assert err.count("Task exception was never retrieved") == 1  # the ValueError's, not RequestAborted's
