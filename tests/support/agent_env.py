@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,9 +80,23 @@ def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
 
 @pytest.fixture
 def stop_after():
-    """Set a stop event after a delay, from the test's loop."""
-    def make(delay: float) -> asyncio.Event:
+    """Set a stop event after a delay, from the test's loop; with ``once``, the delay starts only when
+    ``once()`` holds (e.g. the model server has the request), so a slow machine does not stop the
+    turn before it reached the stage under test."""
+    def make(delay: float, *, once: Any = None) -> asyncio.Event:
         ev = asyncio.Event()
-        asyncio.get_running_loop().call_later(delay, ev.set)
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            ev.fired_at = time.monotonic()  # type: ignore[attr-defined]
+            ev.set()
+
+        def arm() -> None:
+            if once is None or once():
+                loop.call_later(delay, fire)
+            else:
+                loop.call_later(0.01, arm)
+
+        arm()
         return ev
     return make
