@@ -1,7 +1,8 @@
 """Building what the model sees on every call (spec 001 "System prompt construction").
 
-1. system: persona + "---" + profile prompt (built fresh, never stored; the
-   persona/profile part is cached per profile and invalidated on reload/switch);
+1. system: persona + "---" + profile prompt, then the skills block (the enabled skills' names and
+   descriptions, from the SkillCatalog port) (built fresh, never stored; cached per profile and
+   invalidated on reload/switch);
 2. optional system: "## What I remember about the user\\n\\n{summary}";
 3. the session context without system messages.
 """
@@ -11,8 +12,13 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import structlog
+
+from agent import ports
 from agent.llm.base import ChatMessage
 from agent.profiles import ProfileSpec
+
+log = structlog.get_logger(__name__)
 
 DEFAULT_PERSONA = """\
 You are Navi, a personal AI assistant who works for one person (or one household) on their own
@@ -27,7 +33,7 @@ MEMORY_HEADER = "## What I remember about the user\n\n"
 
 class ContextBuilder:
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, bool], tuple[str, str, str]] = {}
+        self._cache: dict[tuple[str, bool], tuple[str, str, str, str]] = {}
         self._lock = threading.Lock()
 
     def invalidate(self, profile_id: str | None = None) -> None:
@@ -42,13 +48,16 @@ class ContextBuilder:
     def system_prompt(self, profile: ProfileSpec, *, persona: str, subagent: bool = False) -> str:
         prompt = (profile.subagent_system_prompt or profile.system_prompt) if subagent else profile.system_prompt
         key = (profile.id, subagent)
+        skills = _skills_block(profile, subagent)
         cached = self._cache.get(key)
-        # An edited profile or persona is picked up without an explicit invalidation.
-        if cached is not None and cached[0] == persona and cached[1] == prompt:
-            return cached[2]
+        # An edited profile, persona or skill is picked up without an explicit invalidation.
+        if cached is not None and cached[0] == persona and cached[1] == prompt and cached[2] == skills:
+            return cached[3]
         built = f"{persona.strip() or DEFAULT_PERSONA}\n\n---\n\n{prompt.strip()}".strip()
+        if skills:
+            built += "\n\n" + skills
         with self._lock:
-            self._cache[key] = (persona, prompt, built)
+            self._cache[key] = (persona, prompt, skills, built)
         return built
 
     def build(
@@ -73,3 +82,15 @@ class ContextBuilder:
             messages.append(ChatMessage(role="system", content=MEMORY_HEADER + memory.strip()))
         messages.extend(m for m in history if m.role != "system")
         return messages
+
+
+def _skills_block(profile: ProfileSpec, subagent: bool) -> str:
+    catalog = ports.skills()
+    if catalog is None:
+        return ""
+    tools = (profile.subagent_tools or profile.enabled_tools) if subagent else profile.enabled_tools
+    try:
+        return catalog.prompt_block(profile, tools).strip()
+    except Exception:  # skills are a nicety: a broken skills directory never fails a turn
+        log.exception("skills_block_failed")
+        return ""

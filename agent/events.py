@@ -139,6 +139,19 @@ class RecallUpdate(_Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SkillProposalUpdate(_Event):
+    """A skill proposal of this session appeared (after its turn ended well) or was decided.
+
+    ``action``: "proposed", "accepted" or "discarded"; ``proposal`` is the proposal as the REST API
+    returns it (id, name, description, content, status, updates, version, ...)."""
+
+    session_id: str
+    proposal: dict[str, Any]
+    action: str
+    type: Literal["skill_proposal"] = "skill_proposal"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Heartbeat(_Event):
     type: Literal["heartbeat"] = "heartbeat"
 
@@ -163,6 +176,7 @@ AgentEvent = (
     | ProfileSwitched
     | Error
     | RecallUpdate
+    | SkillProposalUpdate
     | Heartbeat
     | SessionSync
 )
@@ -180,7 +194,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
     for cls in (
         StreamStart, ThinkingDelta, ThinkingEnd, TurnThinking, PlanReady, ToolStarted,
         ToolCall, StreamDelta, StreamEnd, StreamStopped, ContextCompressed,
-        ProfileSwitched, Error, RecallUpdate, Heartbeat, SessionSync,
+        ProfileSwitched, Error, RecallUpdate, SkillProposalUpdate, Heartbeat, SessionSync,
     )
 }
 

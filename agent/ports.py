@@ -10,14 +10,16 @@ its ``AppConfig.ready()``:
 | TodoBoard       | ``tools_app.provider.FileTodoBoard``             |
 | ProfileSource   | ``profiles_app.source.DjangoProfileSource``      |
 | MemoryProvider  | ``memory_app.provider.DjangoMemoryProvider``     |
+| SkillCatalog    | ``skills_app.catalog.StoreSkillCatalog``         |
 
 Tests of the core plug in the scripted doubles of ``agent.testing`` instead. A port that is
 asked for before anything was plugged in raises ``PortMissing`` naming the app that provides
-it; the memory port is optional (no memory app: no memory in the prompt).
+it; the memory and skills ports are optional (no memory app: no memory in the prompt; no
+skills app: no skills block).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -90,6 +92,17 @@ class MemoryProvider(Protocol):
         ...
 
 
+class SkillCatalog(Protocol):
+    def prompt_block(self, profile: ProfileSpec, tools: Sequence[str]) -> str:
+        """The system prompt's block naming the profile's enabled skills ('' for none).
+
+        ``tools`` are the tools the turn may use (the block only mentions skill_view/skill_write when
+        they are among them). Called on every model call: it must not touch the database or block,
+        and must return the same bytes while nothing changed (it is part of the cached prompt prefix).
+        """
+        ...
+
+
 class PortMissing(RuntimeError):
     pass
 
@@ -101,11 +114,12 @@ class _Ports:
     todo: TodoBoard | None = None
     profiles: ProfileSource | None = None
     memory: MemoryProvider | None = None
+    skills: SkillCatalog | None = None
 
 
 _ports = _Ports()
 _PROVIDED_BY = {"session_store": "sessions_app", "tools": "tools_app", "todo": "tools_app",
-                "profiles": "profiles_app", "memory": "memory_app"}
+                "profiles": "profiles_app", "memory": "memory_app", "skills": "skills_app"}
 
 
 def provide(**implementations: Any) -> None:
@@ -141,6 +155,10 @@ def profiles() -> ProfileSource:
 
 def memory() -> MemoryProvider | None:
     return _ports.memory
+
+
+def skills() -> SkillCatalog | None:
+    return _ports.skills
 
 
 def snapshot() -> dict[str, Any]:

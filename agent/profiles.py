@@ -17,6 +17,7 @@ class ProfileSpec:
     subagent_system_prompt: str = ""
     enabled_tools: tuple[str, ...] = ()
     subagent_tools: tuple[str, ...] = ()
+    enabled_skills: tuple[str, ...] = ()
     model: str = ""
     llm_backend: str = "ollama"
     temperature: float = 0.7

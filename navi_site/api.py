@@ -77,13 +77,13 @@ def _register_routers() -> None:
     api.add_router("", health_router)
     api.add_router("/agents", agents_router)
     api.add_router("/sessions", sessions_router)
-    for module in ("memory_app.api", "recall_app.api"):
+    for module in ("memory_app.api", "recall_app.api", "skills_app.api"):
         try:
             mod = __import__(module, fromlist=["router"])
         except ModuleNotFoundError:
             continue
-        prefix = getattr(mod, "PREFIX", "")
-        api.add_router(prefix, mod.router)
+        for prefix, router in getattr(mod, "ROUTERS", ((getattr(mod, "PREFIX", ""), mod.router),)):
+            api.add_router(prefix, router)
 
 
 _register_routers()

@@ -57,6 +57,9 @@ WS_DELTA_COALESCE_MS: int = _VALUES["WS_DELTA_COALESCE_MS"]
 WS_HEARTBEAT_SECONDS: float = _VALUES["WS_HEARTBEAT_SECONDS"]
 WS_PING_SECONDS: float = _VALUES["WS_PING_SECONDS"]
 WS_MAX_MESSAGE_MB: float = _VALUES["WS_MAX_MESSAGE_MB"]
+SKILLS_PROMPT_MAX_TOKENS: int = _VALUES["SKILLS_PROMPT_MAX_TOKENS"]
+SKILLS_PROPOSE_MIN_TOOL_CALLS: int = _VALUES["SKILLS_PROPOSE_MIN_TOOL_CALLS"]
+SKILLS_UPLOAD_MAX_MB: float = _VALUES["SKILLS_UPLOAD_MAX_MB"]
 LOG_LEVEL: str = _VALUES["LOG_LEVEL"]
 LOG_FORMAT: str = _VALUES["LOG_FORMAT"]
 for _name, _value in _VALUES.items():  # a variable added to config.py but not listed above still works
@@ -74,6 +77,9 @@ def _resolve(path: str) -> Path:
 
 
 TOOLS_DIR = _resolve(_VALUES["TOOLS_DIR"])
+# Skills live in the data directory by default, never in the source tree (bundled ones are in skills/).
+SKILLS_DIR = _resolve(_VALUES["SKILLS_DIR"]) if _VALUES["SKILLS_DIR"] else DATA_DIR / "skills"
+SKILLS_BUNDLED_DIR = BASE_DIR / "skills"
 SESSION_FILES_DIR = _resolve(_VALUES["SESSION_FILES_DIR"])
 SSH_HOSTS_FILE = _resolve(_VALUES["SSH_HOSTS_FILE"])
 SSH_KNOWN_HOSTS = Path(_VALUES["SSH_KNOWN_HOSTS"]).expanduser()
@@ -112,6 +118,7 @@ INSTALLED_APPS = [
     "memory_app",
     "recall_app",
     "tools_app",
+    "skills_app",
 ]
 
 MIDDLEWARE = [

@@ -12,6 +12,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
         (None, {"fields": ("id", "name", "is_active", "system_prompt")}),
         ("Model", {"fields": ("llm_backend", "model", "temperature", "max_iterations")}),
         ("Tools", {"fields": ("enabled_tools", "allow_dangerous_tools_for_users", "scratchpad_sections")}),
+        ("Skills", {"fields": ("enabled_skills",)}),
         ("Planning", {"fields": ("planning_enabled", "planning_phase2_enabled")}),
         (
             "Thinking mechanics",

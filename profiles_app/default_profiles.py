@@ -9,8 +9,15 @@ from typing import Any
 COMMON_TOOLS = [
     "todo", "scratchpad", "reflect", "spawn_agent", "switch_profile", "list_tools", "tool_manual",
     "memory_search", "memory_forget", "memory_save", "schedule_recall", "manage_recall",
-    "get_current_datetime", "user_notes",
+    "get_current_datetime", "user_notes", "skill_view", "skill_write",
 ]
+
+# The bundled skills (skills/ in the source tree) each default profile lists in its prompt.
+DEFAULT_SKILLS: dict[str, list[str]] = {
+    "secretary": ["morning-briefing", "reading-list"],
+    "server_admin": ["server-health-check"],
+    "smart_home": ["morning-briefing"],
+}
 
 SECRETARY_PROMPT = """\
 You are the user's personal secretary: research, writing, planning and keeping track of things.
@@ -113,5 +120,9 @@ PROFILES: list[dict[str, Any]] = [
 
 def install(model: Any) -> None:
     """Create or refresh the documented profiles (used by the data migration and by tests)."""
+    has_skills = any(f.name == "enabled_skills" for f in model._meta.get_fields())
     for spec in PROFILES:
-        model.objects.update_or_create(id=spec["id"], defaults={k: v for k, v in spec.items() if k != "id"})
+        defaults = {k: v for k, v in spec.items() if k != "id"}
+        if has_skills:  # the field came with a later migration than the one that first installs these
+            defaults["enabled_skills"] = DEFAULT_SKILLS.get(spec["id"], [])
+        model.objects.update_or_create(id=spec["id"], defaults=defaults)

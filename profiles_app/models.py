@@ -39,6 +39,11 @@ class AgentProfile(models.Model):
         default=list, blank=True, validators=[_validate_name_list],
         help_text="Tools of subagents with this profile; empty = enabled_tools.",
     )
+    enabled_skills = models.JSONField(
+        default=list, blank=True, validators=[_validate_name_list],
+        help_text="Skills listed in this profile's prompt (names, or [\"*\"] for all); they need the skill_view "
+                  "tool among enabled_tools. See the skills page (/skills/).",
+    )
     model = models.CharField(max_length=200, blank=True, help_text="Model override; empty = OLLAMA_DEFAULT_MODEL.")
     llm_backend = models.CharField(max_length=32, choices=Backend.choices, default=Backend.OLLAMA)
     temperature = models.FloatField(default=0.7)

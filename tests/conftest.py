@@ -43,9 +43,10 @@ def _no_kept_connections_in_this_process() -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_files(settings, tmp_path):
-    """Every test gets its own session-files and tools directories."""
+    """Every test gets its own session-files and skills directories."""
     settings.SESSION_FILES_DIR = tmp_path / "session_files"
     settings.SESSION_FILES_DIR.mkdir()
+    settings.SKILLS_DIR = tmp_path / "skills"
     yield
 
 

@@ -19,11 +19,12 @@ function toLogin() {
 async function request(method, path, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET" && method !== "HEAD") headers["X-CSRFToken"] = csrfToken();
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const form = typeof FormData !== "undefined" && body instanceof FormData; // multipart: the browser sets the type
+  if (body !== undefined && !form) headers["Content-Type"] = "application/json";
   let resp;
   try {
     resp = await fetch(path, {
-      method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body),
+      method, headers, credentials: "same-origin", body: body === undefined || form ? body : JSON.stringify(body),
     });
   } catch {
     throw new ApiError(0, "Cannot reach the Navi server. Check your connection.");
@@ -66,6 +67,22 @@ export const api = {
   getRecall: (id) => request("GET", `/sessions/${enc(id)}/recall`),
   cancelRecall: (id) => request("DELETE", `/sessions/${enc(id)}/recall`),
   skipRecall: (id) => request("POST", `/sessions/${enc(id)}/recall/skip`),
+  listProposals: (sessionId) => request("GET", `/skill-proposals?session_id=${enc(sessionId)}`),
+  acceptProposal: (id, content) => request("POST", `/skill-proposals/${enc(id)}/accept`, content === undefined ? {} : { content }),
+  discardProposal: (id) => request("POST", `/skill-proposals/${enc(id)}/discard`),
+  skills: () => request("GET", "/skills"),
+  skill: (name) => request("GET", `/skills/${enc(name)}`),
+  skillFile: (name, path) => request("GET", `/skills/${enc(name)}/file?path=${enc(path)}`),
+  skillVersion: (name, number) => request("GET", `/skills/${enc(name)}/versions/${enc(number)}`),
+  rollbackSkill: (name, version) => request("POST", `/skills/${enc(name)}/rollback`, { version }),
+  enableSkill: (name, profileId, enabled) => request("PUT", `/skills/${enc(name)}/profiles/${enc(profileId)}`, { enabled }),
+  removeSkill: (name) => request("DELETE", `/skills/${enc(name)}`),
+  installSkill(file, { replace = false } = {}) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    if (replace) form.append("replace", "true");
+    return request("POST", "/skills", form);
+  },
 
   /** Upload with progress (fetch has no upload progress): resolves with the server's file object. */
   uploadFile(id, file, onProgress) {

@@ -9,6 +9,7 @@ import { renderMarkdown } from "./render/markdown.js";
 import { planCard } from "./render/plan.js";
 import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
 import { completeToolCard, findPending, subagentScope, toolCard } from "./render/tools.js";
+import { addSkillChip, proposalCard, skillOfCall } from "./render/skills.js";
 import { applyTodoCall, renderTodo, resetTodo } from "./todo.js";
 
 const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "turn_thinking", "plan_ready",
@@ -16,6 +17,7 @@ const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "t
 
 let els = {};
 let socket = null;
+const proposals = new Map(); // skill proposals of the open session, by id
 const s = {
   turn: null, text: null, textBuf: "", renderTimer: null, thinking: null,
   localPending: false, lastSent: null, pendingSync: false, runEventsSinceOpen: 0,
@@ -63,6 +65,7 @@ export function draft() {
   s.openToken += 1;
   resetTodo();
   renderTodo(els.todo);
+  proposals.clear();
   els.messages.replaceChildren();
   s.lastRenderedSeq = 0;
   s.historyKey = "";
@@ -77,6 +80,7 @@ export async function open(id) {
   disposeSocket();
   resetTurnState();
   const token = ++s.openToken;
+  proposals.clear();
   set({ currentId: id, busy: false, recall: null });
   if (window.location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`);
   els.messages.replaceChildren(el("div", { class: "loading", role: "status" }, "Loading conversation…"));
@@ -134,6 +138,40 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   renderTodo(els.todo);
   s.stick = true;
   scrollDown(true);
+  showProposals();
+  loadProposals(store.currentId);
+}
+
+// -- skill proposals: cards at the end of the turn that proposed them -----------------------
+
+function placeProposal(p) {
+  if (String(p.session_id) !== String(store.currentId)) return;
+  const existing = els.messages.querySelector(`.skill-proposal[data-proposal-id="${p.id}"]`);
+  if (existing && existing.dataset.status === p.status) return; // keep a card being edited as it is
+  const card = proposalCard(p, { onChange: (updated) => proposals.set(updated.id, updated) });
+  if (existing) return existing.replaceWith(card);
+  const slot = els.messages.querySelector(`.skill-proposal-slot[data-proposal-id="${p.id}"]`);
+  const turns = els.messages.querySelectorAll(".msg.assistant > .turn-body");
+  const target = slot || (turns.length ? turns[turns.length - 1] : els.messages);
+  target.append(card);
+  scrollDown();
+  return undefined;
+}
+
+function showProposals() {
+  for (const p of proposals.values()) placeProposal(p);
+}
+
+async function loadProposals(id) {
+  if (!id) return;
+  try {
+    const list = await api.listProposals(id);
+    if (id !== store.currentId) return;
+    for (const p of list) proposals.set(p.id, p);
+    showProposals();
+  } catch {
+    /* the cards are a convenience; the next open shows them */
+  }
 }
 
 function loadEarlierButton() {
@@ -348,6 +386,8 @@ function handleEvent(ev) {
       const scope = scopeFor(ev);
       const card = findPending(scope, ev.tool) || scope.appendChild(toolCard({ tool: ev.tool, args: ev.args, subagent: ev.is_subagent }));
       completeToolCard(card, { args: ev.args, result: ev.result, success: ev.success });
+      const skill = skillOfCall(ev.tool, ev.args, ev.success);
+      if (skill) addSkillChip(s.turn.body, skill);
       if (ev.tool === "todo") {
         applyTodoCall({ args: ev.args || {}, result: ev.result, success: ev.success });
         renderTodo(els.todo);
@@ -411,6 +451,12 @@ function handleEvent(ev) {
     }
     case "recall_update":
       emit("recall:changed", ev);
+      break;
+    case "skill_proposal":
+      if (ev.proposal) {
+        proposals.set(ev.proposal.id, ev.proposal);
+        placeProposal(ev.proposal);
+      }
       break;
     case "session_sync":
       onSync();

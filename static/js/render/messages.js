@@ -5,6 +5,7 @@ import { renderMarkdown } from "./markdown.js";
 import { planCard } from "./plan.js";
 import { thinkingBlock } from "./thinking.js";
 import { completeToolCard, findPending, toolCard } from "./tools.js";
+import { addSkillChip, skillOfCall } from "./skills.js";
 
 export function userMessage({ content = "", images = [], files = [], isRecall = false, createdAt = null, seq = null }) {
   const bubble = el("div", { class: "bubble" });
@@ -79,6 +80,7 @@ export function renderHistory(messages) {
   const todoCalls = [];
   let turn = null;
   const cardsById = new Map();
+  const proposalSlots = [];
   const ensureTurn = () => {
     if (!turn) {
       turn = assistantTurn();
@@ -121,8 +123,13 @@ export function renderHistory(messages) {
       const args = card.naviArgs || {};
       completeToolCard(card, { result: m.content, success: toolSuccess(m) });
       if (card.dataset.tool === "todo") todoCalls.push({ args, result: m.content });
+      const skill = skillOfCall(m.name, args, toolSuccess(m), m.metadata);
+      if (skill) addSkillChip(t.body, skill);
+      if (m.metadata && m.metadata.skill_proposal) proposalSlots.push([t.body, m.metadata.skill_proposal]);
     }
   }
+  // A proposed skill's card goes at the end of its turn, after the answer (chat.js fills the slot).
+  for (const [body, id] of proposalSlots) body.append(el("div", { class: "skill-proposal-slot", dataset: { proposalId: String(id) } }));
   // Calls whose result never came (a turn cut short) should not spin forever.
   for (const n of nodes) {
     for (const card of n.querySelectorAll?.(".tool-card[data-state=pending]") || []) {
