@@ -10,6 +10,7 @@ admin.site.site_title = "Navi admin"
 urlpatterns = [
     path("", views.index, name="index"),
     path("setup/", views.setup, name="setup"),
+    path("skills/", views.skills_page, name="skills"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("admin/", admin.site.urls),

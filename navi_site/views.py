@@ -30,6 +30,12 @@ def _chat(request: HttpRequest) -> HttpResponse:
     return render(request, "chat.html", {"user": request.user})
 
 
+@login_required
+def skills_page(request: HttpRequest) -> HttpResponse:
+    """The skills page: list, read, enable per profile, versions and rollback, install and export."""
+    return render(request, "skills.html", {"user": request.user})
+
+
 class FirstAccountForm(UserCreationForm):
     email = forms.EmailField(required=False)
 
