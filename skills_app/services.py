@@ -88,8 +88,8 @@ def _on_commit_publish(proposal: SkillProposal, action: str) -> None:
     transaction.on_commit(partial(_publish, str(proposal.session_id), event), robust=True)
 
 
-def _turn_tool_calls(session_id: str) -> tuple[int, int]:
-    """(successful tool calls of the running turn so far, the session's last message seq)."""
+def _turn_tool_calls(session_id: str) -> tuple[int, int, int]:
+    """(successful tool calls of the running turn so far, the seq of its user message, the session's last seq)."""
     from sessions_app.models import Message
     from sessions_app.selectors import DISPLAY
 
@@ -98,7 +98,7 @@ def _turn_tool_calls(session_id: str) -> tuple[int, int]:
                  or 0)
     results = rows.filter(role="tool", seq__gt=last_user).exclude(name="skill_write").values_list("content", flat=True)
     ok = sum(1 for text in results if not (text or "").lstrip().startswith("Error"))
-    return ok, rows.aggregate(top=Max("seq"))["top"] or 0
+    return ok, last_user, rows.aggregate(top=Max("seq"))["top"] or 0
 
 
 def _updates(name: str) -> str:
@@ -132,14 +132,14 @@ def proposal_create(*, user_id: int, session_id: str, profile_id: str, content: 
     except SkillFormatError as exc:
         raise BadRequest(f"the SKILL.md is not valid: {exc}") from None
     needed = int(settings.SKILLS_PROPOSE_MIN_TOOL_CALLS)
-    done, last_seq = _turn_tool_calls(session_id)
+    done, turn_start, last_seq = _turn_tool_calls(session_id)
     if done < needed:
         raise BadRequest(
             f"not now: propose a skill only after a task that took at least {needed} successful tool calls in "
             f"this turn (this one has {done}). Finish the user's request first.")
     with transaction.atomic():
         earlier = SkillProposal.objects.select_for_update().filter(
-            session_id=session_id, status=SkillProposal.Status.DRAFT).first()
+            session_id=session_id, status=SkillProposal.Status.DRAFT, after_seq__gte=turn_start).first()
         if earlier is not None:
             raise Conflict(f"you already proposed the skill {earlier.name!r} in this turn; one proposal per turn")
         updates = _updates(doc.name)
@@ -321,7 +321,10 @@ def skill_install(*, user: Any | None, files: Files, folder: str | None, replace
         raise BadRequest(f"The skill was not installed: {exc}") from None
     store = get_store()
     existing = store.scan().skills.get(doc.name)
-    if existing is not None and existing.source == "user" and not replace:
+    if existing is not None and not replace:
+        if existing.source == "bundled":
+            raise Conflict(f"A bundled skill is named {doc.name!r}; install with replace to use yours instead of it "
+                           "(removing yours later brings the bundled one back), or rename it.")
         raise Conflict(f"A skill named {doc.name!r} already exists; install it as its next version (replace) "
                        "or rename it in its SKILL.md and folder.")
     try:

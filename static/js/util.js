@@ -39,7 +39,7 @@ const ICONS = {
   logout: "M15 4h4v16h-4M10 8l-4 4 4 4M6 12h10",
   file: "M6 3h8l4 4v14H6zM14 3v4h4",
   retry: "M4 12a8 8 0 1 0 2.3-5.7M4 4v4h4",
-  book: "M5 4h10a4 4 0 0 1 4 4v12H9a4 4 0 0 1-4-4zM5 16a4 4 0 0 1 4-4h10",
+  book: "M4 19V5a2 2 0 0 1 2-2h14v14H6a2 2 0 0 0-2 2 2 2 0 0 0 2 2h14M8 7h8",
 };
 
 /** An inline SVG icon (decorative: aria-hidden). */

@@ -47,7 +47,7 @@ def test_list_and_detail_show_skills_broken_folders_and_profiles(api: Any, skill
     assert bad_path.status_code == 400 and "contains '..'" in bad_path.json()["detail"]
 
 
-def test_upload_installs_enables_and_exports_the_same_files(api: Any, skills_root: Path) -> None:
+def test_upload_installs_enables_and_exports_the_same_files(api: Any, skills_root: Path, settings: Any) -> None:
     archive = make_zip({"report/SKILL.md": skill_md("report", "Weekly report."),
                         "report/scripts/run.py": "print('hi')\n"})
     response = _upload(api, archive, "report.skill", enable_for="secretary,server_admin")
@@ -60,6 +60,11 @@ def test_upload_installs_enables_and_exports_the_same_files(api: Any, skills_roo
     # The same name again is a conflict unless it is meant as the next version.
     again = _upload(api, archive)
     assert again.status_code == 409 and "already exists" in again.json()["detail"]
+    bundled = make_zip({"tips/SKILL.md": skill_md("tips", "My tips.")})
+    make_skill(Path(settings.SKILLS_BUNDLED_DIR), "tips", description="Bundled tips.")
+    clash = _upload(api, bundled)
+    assert clash.status_code == 409 and clash.json()["detail"].startswith("A bundled skill is named 'tips'; install with replace")
+    assert _upload(api, bundled, replace="true").json() == {"name": "tips", "version": 1}
     newer = make_zip({"report/SKILL.md": skill_md("report", "Weekly report, better.")})
     assert _upload(api, newer, replace="true").json() == {"name": "report", "version": 2}
     versions = api.get("/skills/report").json()["versions"]

@@ -2,6 +2,7 @@
 when the turn ends well → accept (as is or edited) / discard → versions → rollback."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +195,10 @@ async def test_the_run_registry_shows_the_proposal_to_open_clients(agent_env, sk
     assert event["action"] == "proposed" and event["session_id"] == agent_env.session_id
     assert event["proposal"]["name"] == "disk-report" and event["proposal"]["status"] == "pending"
     assert event["proposal"]["content"] == SKILL
+    from agent.events import event_from_dict
+
+    wire = {k: v for k, v in event.items() if k != "seq"}
+    assert event_from_dict(json.loads(json.dumps(wire))).to_dict() == wire
     await sync_to_async((await _api(agent_env)).post)(f"/skill-proposals/{event['proposal']['id']}/discard")
     decided = (await receive_until(comm, "skill_proposal"))[-1]
     assert decided["action"] == "discarded" and decided["proposal"]["status"] == "discarded"
