@@ -168,9 +168,9 @@ class SkillStore:
             raise SkillNotFound(f"there is no skill named {name!r}")
         return skill
 
-    def read_file(self, name: str, rel: str) -> str:
-        """The text of one file of a skill (SKILL.md or a reference/script file)."""
-        skill = self.get(name)
+    def read_file(self, name: str, rel: str, *, skill: Skill | None = None) -> str:
+        """The text of one file of a skill (SKILL.md or a reference/script file); ``skill`` saves a scan."""
+        skill = skill if skill is not None and skill.name == name else self.get(name)
         path = clean_path(rel)
         if path != SKILL_FILE and path not in skill.files:
             listing = ", ".join(skill.files) or "none"
@@ -186,6 +186,8 @@ class SkillStore:
 
     # ------------------------------------------------------------------ versions
     def versions(self, name: str) -> list[Version]:
+        if name_problem(name):
+            return []
         folder = self.meta / "versions" / name
         out = []
         for meta in sorted(folder.glob("[0-9][0-9][0-9][0-9].json")) if folder.is_dir() else []:
@@ -216,7 +218,7 @@ class SkillStore:
 
     def version_files(self, name: str, number: int) -> Files:
         folder = self.meta / "versions" / name / f"{number:04d}"
-        if not folder.is_dir():
+        if name_problem(name) or not 0 < number < 10_000 or not folder.is_dir():
             raise SkillNotFound(f"the skill {name!r} has no version {number}")
         return read_folder(folder)
 

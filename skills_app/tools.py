@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 
 from agent.ctx import current_profile, current_session_id, current_user_id
 from navi_site.errors import NaviError
+from skills_app.catalog import get_catalog
 from skills_app.format import SKILL_FILE, SkillFormatError
 from skills_app.store import SkillNotFound, get_store
 from tools_app.base import Tool, ToolError, ToolResult
@@ -21,7 +22,7 @@ from tools_app.base import Tool, ToolError, ToolResult
 
 def _enabled_listing() -> str:
     profile = current_profile.get()
-    names = sorted(get_store().scan().skills)
+    names = sorted(get_catalog().scan().skills)
     wanted = tuple(getattr(profile, "enabled_skills", ()) or ())
     if wanted and "*" not in wanted:
         names = [n for n in names if n in wanted]
@@ -31,9 +32,11 @@ def _enabled_listing() -> str:
 def _view(name: str, file: str | None) -> ToolResult:
     store = get_store()
     try:
-        skill = store.get(name)
+        skill = get_catalog().scan().skills.get(name)  # the prompt's own index: no re-read of every skill
+        if skill is None:
+            raise SkillNotFound(f"there is no skill named {name!r}")
         if file and file.strip() and file.strip() != SKILL_FILE:
-            text = store.read_file(name, file.strip())
+            text = store.read_file(name, file.strip(), skill=skill)
             return ToolResult(success=True, output=f"# {name}/{file.strip()}\n\n{text}",
                               metadata={"skill": name, "file": file.strip()})
     except SkillNotFound as exc:
