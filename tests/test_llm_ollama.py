@@ -324,3 +324,23 @@ async def test_a_stream_is_timed_by_the_guard_not_by_the_read_timeout(fake_ollam
     fake_ollama.script(text="too slow", hang_before_first_chunk=0.6)  # a whole answer: the read timeout holds
     with pytest.raises(LLMError):
         await backend.complete(HI, model="m")
+
+
+async def test_a_schema_format_is_sent_and_an_old_server_that_refuses_it_is_remembered(
+        fake_ollama: FakeLLMServer) -> None:
+    from agent.llm.base import ConstraintsUnsupported
+
+    schema = {"type": "object", "properties": {"action": {"const": "answer"}}}
+    backend = OllamaBackend(fake_ollama.url)
+    fake_ollama.script(text='{"action": "answer"}')
+    await backend.complete([ChatMessage(role="user", content="hi")], model="m", format=schema)
+    assert fake_ollama.last_chat.json["format"] == schema and backend.format_support is True
+
+    old = OllamaBackend(fake_ollama.url)
+    fake_ollama.ollama_schema_format = False
+    with pytest.raises(ConstraintsUnsupported, match="does not take a JSON schema"):
+        await old.complete([ChatMessage(role="user", content="hi")], model="m", format=schema)
+    sent = len(fake_ollama.chat_requests)
+    with pytest.raises(ConstraintsUnsupported, match="refused before"):
+        await old.complete([ChatMessage(role="user", content="hi")], model="m", format=schema)
+    assert len(fake_ollama.chat_requests) == sent and old.format_support is False

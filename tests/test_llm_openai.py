@@ -190,3 +190,42 @@ async def test_aclose_closes_connection(fake_openai: FakeLLMServer) -> None:
     await gen.__anext__()
     await gen.aclose()
     assert await fake_openai.wait_for(lambda f: f.closed_by_client == 1 and f.open_streams == 0)
+
+
+# -- schema-constrained output: which form a server takes, remembered per server (issue 24) ---------
+
+SCHEMA = {"type": "object", "properties": {"action": {"const": "answer"}}, "required": ["action"]}
+
+
+async def test_a_server_refusing_json_schema_gets_the_schema_as_json_object_and_it_is_remembered(
+        fake_openai: FakeLLMServer) -> None:
+    fake_openai.schema_forms = {"json_object"}  # llama-cpp-python: HTTP 500 for {"type": "json_schema"}
+    backend = OpenAICompatBackend(fake_openai.openai_url)
+    fake_openai.script(text='{"action": "answer"}')
+    chunks = await collect(backend.stream_complete(HI, model="m", format=SCHEMA))
+    assert joined(chunks, "text") == '{"action": "answer"}'
+    first, second = fake_openai.chat_requests
+    assert first.json["response_format"]["type"] == "json_schema"
+    assert second.json["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert backend.format_support is True
+    fake_openai.script(text='{"action": "answer"}')
+    await backend.complete(HI, model="m", format=SCHEMA)
+    assert len(fake_openai.chat_requests) == 3  # straight to the form that worked
+    assert fake_openai.last_chat.json["response_format"] == {"type": "json_object", "schema": SCHEMA}
+
+
+async def test_a_server_refusing_every_schema_form_says_so_once_and_is_not_asked_again(
+        fake_openai: FakeLLMServer) -> None:
+    from agent.llm.base import ConstraintsUnsupported
+
+    fake_openai.schema_forms = set()
+    backend = OpenAICompatBackend(fake_openai.openai_url)
+    with pytest.raises(ConstraintsUnsupported, match="does not take a JSON schema") as err:
+        await collect(backend.stream_complete(HI, model="m", format=SCHEMA))
+    assert "HTTP 500" in str(err.value)
+    assert len(fake_openai.chat_requests) == 2 and backend.format_support is False
+    with pytest.raises(ConstraintsUnsupported, match="refused before"):
+        await backend.complete(HI, model="m", format=SCHEMA)
+    assert len(fake_openai.chat_requests) == 2
+    fake_openai.script(text="plain")  # requests without a schema are unaffected
+    assert (await backend.complete(HI, model="m")).text == "plain"

@@ -101,6 +101,12 @@ class StreamTimeout(LLMError):
     pass
 
 
+class ConstraintsUnsupported(LLMError):
+    """The server refused every form of schema-constrained output (``format`` / ``response_format``).
+
+    The backend remembers this per server; the agent then falls back to tool calls written as text."""
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """What the agent needs from a model server.

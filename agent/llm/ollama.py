@@ -11,6 +11,10 @@ host, see ``agent.llm.registry``). A model without "tools" gets no ``tools``
 "thinking" gets no ``think``. If the server still answers "... does not support
 tools/thinking", the capability is switched off and the request retried once
 without it.
+
+``format`` may be a JSON schema (Ollama ≥ 0.5 enforces it with its grammar engine). A server
+that refuses a schema (older versions answer 400 or 500) is remembered (``format_support``) and
+``ConstraintsUnsupported`` raised, now and for later schema requests, without another try.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import structlog
 from agent.llm.base import (
     ChatMessage,
     Completion,
+    ConstraintsUnsupported,
     LLMError,
     ModelCapabilities,
     ModelNotFound,
@@ -85,6 +90,8 @@ class OllamaBackend:
         self._show_timeout = timeout(connect_timeout, SHOW_TIMEOUT)
         self._client = client
         self._caps: dict[str, tuple[ModelCapabilities, float]] = {}
+        # Whether the server enforces a JSON-schema ``format``: None until one was sent.
+        self.format_support: bool | None = None
 
     # -- public API -------------------------------------------------------------------------
 
@@ -198,17 +205,26 @@ class OllamaBackend:
         check_network_guard(url, setting=SETTING)
         for _ in range(3):  # at most: as is, without tools, without think
             body = body_for(caps)
+            schema = isinstance(body.get("format"), dict)
+            if schema and self.format_support is False:
+                raise self._no_constraints("refused before")
             request = client.build_request("POST", url, json=body, timeout=request_timeout(self._timeout, body))
             try:
                 response = await client.send(request, stream=True)
             except httpx.HTTPError as exc:
                 raise transport_error(exc, url=url, server=SERVER, setting=SETTING) from exc
             if response.status_code == 200:
+                self.format_support = True if schema else self.format_support
                 return response
             try:
                 err = await read_error_body(response)
             finally:
                 await response.aclose()
+            if schema and self.format_support is None and response.status_code in (400, 500) and (
+                    "format" in err.lower() or "schema" in err.lower() or "unmarshal" in err.lower()):
+                self.format_support = False
+                log.info("ollama_schema_format_refused", host=self.host, model=model, error=err[:200])
+                raise self._no_constraints(f"HTTP {response.status_code}: {err[:200]}")
             degraded = self._degrade(model, caps, err, body)
             if degraded is None:
                 raise self._http_error(response, err, model)
@@ -228,6 +244,10 @@ class OllamaBackend:
                  tools=new.tools, thinking=new.thinking)
         self._remember(model, new)
         return new
+
+    def _no_constraints(self, detail: str) -> ConstraintsUnsupported:
+        return ConstraintsUnsupported(f"the {SERVER} at {self.host} does not take a JSON schema as `format` "
+                                      f"(Ollama 0.5 or newer does; {detail})")
 
     def _remember(self, model: str, caps: ModelCapabilities) -> None:
         self._caps[model] = (caps, time.monotonic())

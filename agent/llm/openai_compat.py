@@ -8,6 +8,13 @@ the usage chunk (``stream_options.include_usage``) gives the token counts.
 There is no capability probe: tools and thinking are assumed until a server
 answers "... does not support tools", after which tools are left out for that
 model (the agent's text-tool-call parser takes over).
+
+Schema-constrained output (``format``, a JSON schema) is sent in the standard form
+``{"type": "json_schema", "json_schema": {...}}`` (OpenAI, vLLM, llama.cpp's server) and,
+when the server refuses that, as ``{"type": "json_object", "schema": {...}}``, the form
+llama-cpp-python's server takes (it answers HTTP 500 to the first). The form that worked is
+remembered for the server (``format_support``); a server that refuses both raises
+``ConstraintsUnsupported`` from then on without another try.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import structlog
 from agent.llm.base import (
     ChatMessage,
     Completion,
+    ConstraintsUnsupported,
     LLMError,
     ModelCapabilities,
     ModelNotFound,
@@ -51,6 +59,8 @@ SERVER = "OpenAI-compatible server"
 SETTING = "OPENAI_BASE_URL"
 # No probe exists: assume the model can do everything until the server says otherwise.
 ASSUMED = ModelCapabilities(tools=True, thinking=True, vision=True)
+# The forms of a JSON-schema response_format, in the order they are tried.
+SCHEMA_FORMS = ("json_schema", "json_object")
 
 
 class OpenAICompatBackend:
@@ -75,6 +85,9 @@ class OpenAICompatBackend:
         self._client = client
         self._caps: dict[str, ModelCapabilities] = {}
         self._stream_options = True  # switched off for servers that reject stream_options
+        self._schema_form = 0  # index into SCHEMA_FORMS: the form tried next / known to work
+        # Whether the server enforces a JSON schema: None until a schema was sent, then True or False.
+        self.format_support: bool | None = None
 
     async def capabilities(self, model: str) -> ModelCapabilities:
         return self._caps.get(model, ASSUMED)
@@ -163,7 +176,7 @@ class OpenAICompatBackend:
     ) -> httpx.Response:
         """POST /chat/completions; on "does not support tools" (or stream_options) degrade and retry."""
         check_network_guard(self._url, setting=SETTING)
-        for _ in range(3):
+        for _ in range(2 + len(SCHEMA_FORMS)):
             body = body_for(self._caps.get(model, ASSUMED))
             request = client.build_request("POST", self._url, json=body, headers=self._headers(),
                                            timeout=request_timeout(self._timeout, body))
@@ -172,16 +185,20 @@ class OpenAICompatBackend:
             except httpx.HTTPError as exc:
                 raise transport_error(exc, url=self._url, server=SERVER, setting=SETTING) from exc
             if response.status_code == 200:
+                if _schema_form(body) is not None:
+                    self.format_support = True
                 return response
             try:
                 err = await read_error_body(response)
             finally:
                 await response.aclose()
-            if not self._degrade(model, err, body):
+            if not self._degrade(model, err, body, response.status_code):
                 raise self._http_error(response.status_code, err, model)
         raise LLMError(f"the {SERVER} at {self.base_url} kept refusing the request for model {model}")
 
-    def _degrade(self, model: str, err: str, body: dict[str, Any]) -> bool:
+    def _degrade(self, model: str, err: str, body: dict[str, Any], status: int) -> bool:
+        if _schema_form(body) is not None and self.format_support is not True and status not in (401, 403, 404):
+            return self._next_schema_form(model, err, status)
         if "tools" in body and mentions_unsupported(err, "tools"):
             self._caps[model] = replace(self._caps.get(model, ASSUMED), tools=False)
         elif "stream_options" in body and "stream_options" in err:
@@ -190,6 +207,22 @@ class OpenAICompatBackend:
             return False
         log.info("openai_capability_degraded", model=model, base_url=self.base_url, error=err[:200])
         return True
+
+    def _next_schema_form(self, model: str, err: str, status: int) -> bool:
+        """The server refused a schema in the current form: try the next one, or give up for this server."""
+        tried = SCHEMA_FORMS[self._schema_form]
+        if self._schema_form + 1 < len(SCHEMA_FORMS):
+            self._schema_form += 1
+            log.info("openai_schema_form_refused", base_url=self.base_url, model=model, form=tried,
+                     next_form=SCHEMA_FORMS[self._schema_form], status=status, error=err[:200])
+            return True
+        self.format_support = False
+        raise self._no_constraints(f"HTTP {status}: {err[:200] or 'no details'}")
+
+    def _no_constraints(self, detail: str) -> ConstraintsUnsupported:
+        return ConstraintsUnsupported(
+            f"the {SERVER} at {self.base_url} does not take a JSON schema for constrained output "
+            f"(response_format as {' or '.join(SCHEMA_FORMS)}; {detail})")
 
     def _http_error(self, status: int, err: str, model: str) -> LLMError:
         lowered = err.lower()
@@ -230,15 +263,30 @@ class OpenAICompatBackend:
         if self.max_tokens > 0:
             body["max_tokens"] = self.max_tokens
         if format is not None:
-            body["response_format"] = response_format(format)
+            if isinstance(format, dict) and self.format_support is False:
+                raise self._no_constraints("refused before")
+            body["response_format"] = response_format(format, SCHEMA_FORMS[self._schema_form])
         return body
 
 
-def response_format(format: dict[str, Any] | str) -> dict[str, Any]:
-    """Ollama-style ``format`` ("json" or a JSON schema) as an OpenAI ``response_format``."""
-    if isinstance(format, dict):
-        return {"type": "json_schema", "json_schema": {"name": "answer", "schema": format}}
-    return {"type": "json_object"}
+def _schema_form(body: dict[str, Any]) -> str | None:
+    """The form of the JSON-schema response_format in ``body``, if it carries one."""
+    rf = body.get("response_format")
+    if not isinstance(rf, dict):
+        return None
+    if rf.get("type") == "json_schema":
+        return "json_schema"
+    return "json_object" if "schema" in rf else None
+
+
+def response_format(format: dict[str, Any] | str, form: str = SCHEMA_FORMS[0]) -> dict[str, Any]:
+    """Ollama-style ``format`` ("json" or a JSON schema) as an OpenAI ``response_format`` in ``form``:
+    "json_schema" (the standard) or "json_object" (with the schema beside it: llama-cpp-python)."""
+    if not isinstance(format, dict):
+        return {"type": "json_object"}
+    if form == "json_object":
+        return {"type": "json_object", "schema": format}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": format}}
 
 
 def message_to_wire(message: ChatMessage) -> dict[str, Any]:

@@ -95,6 +95,10 @@ class FakeLLMServer:
         self.capabilities: dict[str, list[str]] = {}
         self.default_capabilities: list[str] = list(DEFAULT_CAPABILITIES)
         self.known_models: set[str] | None = None  # None: every model exists
+        # Schema-constrained output the server takes: OpenAI ``response_format`` forms ("json_schema",
+        # "json_object" with a schema, as llama-cpp-python), and Ollama's ``format`` as a schema (0.5+).
+        self.schema_forms: set[str] = {"json_schema", "json_object"}
+        self.ollama_schema_format = True
         self.open_streams = 0
         self.closed_by_client = 0
         self.completed_streams = 0
@@ -109,6 +113,26 @@ class FakeLLMServer:
         reply = Reply(**fields)
         self.replies.append(reply)
         return reply
+
+    def decide(self, tool: str | None = None, **arguments: Any) -> Reply:
+        """Queue a constrained decision (agent.decide): ``{"action": "answer"}`` without ``tool``,
+        else a call of ``tool`` with ``arguments``."""
+        decision: dict[str, Any] = {"action": "answer"} if tool is None else {
+            "action": "call", "tool": tool, "arguments": arguments}
+        return self.script(text=json.dumps(decision))
+
+    def schema_of(self, request: RecordedRequest) -> dict[str, Any] | None:
+        """The JSON schema a chat request asked the output to follow (Ollama ``format`` or OpenAI
+        ``response_format`` in either form), else None."""
+        body = request.json if isinstance(request.json, dict) else {}
+        if isinstance(body.get("format"), dict):
+            return body["format"]
+        rf = body.get("response_format")
+        if isinstance(rf, dict) and rf.get("type") == "json_schema":
+            return (rf.get("json_schema") or {}).get("schema")
+        if isinstance(rf, dict) and isinstance(rf.get("schema"), dict):
+            return rf["schema"]
+        return None
 
     def set_capabilities(self, model: str, capabilities: list[str]) -> None:
         """What ``/api/show`` reports for ``model``; the chat endpoint then rejects tools/think like Ollama."""
@@ -194,6 +218,20 @@ class FakeLLMServer:
             return f'"{model}" does not support thinking'
         return None
 
+    def _schema_refusal(self, body: dict[str, Any], ollama: bool) -> tuple[int, str] | None:
+        """How this server refuses a schema it does not take (as the real ones do), else None."""
+        if ollama:
+            if isinstance(body.get("format"), dict) and not self.ollama_schema_format:
+                return 400, "invalid format: json: cannot unmarshal object into Go value of type string"
+            return None
+        rf = body.get("response_format")
+        if not isinstance(rf, dict):
+            return None
+        form = "json_schema" if rf.get("type") == "json_schema" else "json_object" if "schema" in rf else None
+        if form is not None and form not in self.schema_forms:
+            return 500, "Internal Server Error"
+        return None
+
     async def _chat(
         self, ollama: bool, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         generation: int,
@@ -204,6 +242,9 @@ class FakeLLMServer:
             return
         if (rejection := self._rejection(model, body, ollama)) is not None:
             await self._error(writer, ollama, 400, rejection)
+            return
+        if (refusal := self._schema_refusal(body, ollama)) is not None:
+            await self._error(writer, ollama, *refusal)
             return
         reply = self.replies.popleft() if self.replies else self.default_reply
         if reply.http_status != 200:
