@@ -18,19 +18,29 @@ from django.conf import settings
 
 from agent import ctx, ports
 from agent.aids import (
-    SMALL_TALK,
+    RETRY_ANSWER,
     Decision,
     LoopState,
-    compact_schemas,
+    instruction_openers,
     interpret,
     nudges,
     observe,
-    prompt_of,
-    trim_templates,
+    poor_answer,
+    successes,
+    summary_of,
     writes_text_calls,
 )
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
+from agent.decide import (
+    StepDecision,
+    argument_problem,
+    call_messages,
+    call_schema,
+    described_call,
+    parse_decision,
+)
+from agent.decide import repair_note as decision_repair_note
 from agent.events import (
     AgentEvent,
     ContextCompressed,
@@ -43,7 +53,7 @@ from agent.events import (
     ToolStarted,
     TurnThinking,
 )
-from agent.llm.base import ChatMessage, LLMBackend, LLMError, ToolCallRequest
+from agent.llm.base import ChatMessage, ConstraintsUnsupported, LLMBackend, LLMError, ToolCallRequest
 from agent.llm.registry import get_backend
 from agent.mechanics import Mechanics
 from agent.planner import make_plan
@@ -51,6 +61,7 @@ from agent.profiles import ProfileSpec, aload_profile
 from agent.store import SessionNotFound, SessionStore, repair_context
 from agent.stream_guard import iter_stream_guarded
 from agent.streaming import StreamedCall
+from agent.toolplan import FIND_TOOLS, ToolPlan, estimate_tokens, loaded_tools, plan_tools
 from agent.toolrun import ToolOutcome, canonical, execute_with_sink
 from agent.turn import Turn
 
@@ -236,31 +247,29 @@ class Agent:
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
         model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
-        state = LoopState(aids=aids, greeting=False, start=len(turn.history), model=model,
+        state = LoopState(aids=aids, start=len(turn.history), model=model,
                           off=frozenset(turn.profile.local_model_aids_off))
-        state.greeting = state.on("greeting") and bool(SMALL_TALK.match(turn.goal or ""))
-        state.known_text_caller = writes_text_calls(model)
+        # Decided once a turn: the same kind of request every step keeps a server's prompt cache.
+        state.constrained = await self._constrained(turn, model)
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
                 return
             names = self._tool_names(registry, turn)
-            offered = state.offer(names, turn.goal)
-            allow = bool(offered) and not state.force_answer
-            context = self._context(turn)
-            if state.shortlisted:
-                context = trim_templates(context, offered, names)
+            allow = bool(names) and not state.force_answer
             todo = _read_todo(turn.session_id)
-            messages = (context + mech.injections(iteration, todo)
-                        + nudges(turn, state, allow, [] if turn.subagent else todo, offered))
-            # With the aids on, text that may be a call written as JSON is held back until it is clear.
-            schemas = registry.schemas(offered)
-            if state.shortlisted:
-                schemas = compact_schemas(schemas, prompt_of(turn))
-            call = StreamedCall(self._stream(turn, messages, schemas), emit=turn.emit,
-                                holdback=state.on("text_calls"),
-                                hold_refusal=allow and state.may_ask_again(turn))
+            plan = self._tool_plan(registry, turn, names)
+            messages = (self._context(turn) + mech.injections(iteration, todo)
+                        + nudges(turn, state, allow, [] if turn.subagent else todo))
+            if state.answer_retried and not allow:
+                messages = [*messages, ChatMessage(role="system", content=RETRY_ANSWER)]
+            # With the aids on (or under constraints), text that may be a call written as JSON is held back
+            # until it is clear; an answer after successful tools that opens like a refusal is held too.
+            call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
+                                holdback=state.on("text_calls") or state.constrained,
+                                hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
+                                hold_all=state.answer_retried and not allow)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -268,17 +277,36 @@ class Agent:
                 async for ev in self._stopped(turn, call):
                     yield ev
                 return
-            # A turn runs only the tools it offered (a shortlist, todo once set); others are "not for this request".
-            decision = interpret(call, turn, state, allow, offered,
-                                 set(registry.names()), [] if turn.subagent else todo)
+            offered = list(dict.fromkeys([*plan.names, *names]))
+            decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
+            if state.constrained and allow and self._needs_constraint(call, decision, plan, turn, state):
+                # The model chose to call a tool but wrote no valid call: the call is generated again under
+                # the schema of the offered tools, so a missing tool or invalid arguments cannot be produced.
+                step = await self._decide(turn, messages, plan, state)
+                if turn.stop_event.is_set():
+                    turn.outcome = "stopped"
+                    yield StreamStopped()
+                    return
+                if step is not None and step.call is None:
+                    continue  # no usable call: the next step answers (force_answer is set)
+                if step is not None and step.call is not None:
+                    decision = Decision(calls=[step.call], content="", from_text=True)
             if decision.note is not None:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
                                buffer="context")
                 continue
             if not decision.calls:
+                if self._may_retry(turn, state) and (decision.replaced or poor_answer(decision.content)):
+                    # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
+                    log.info("answer_retried", reason="a tool call" if decision.replaced else poor_answer(decision.content))
+                    state.answer_retried = True
+                    state.force_answer = True
+                    continue
+                if decision.replaced or (state.answer_retried and poor_answer(decision.content)):
+                    decision = Decision(calls=[], content=summary_of(turn.history[state.start:]), replaced=True)
                 async for ev in self._final(turn, call, decision):
                     yield ev
                 return
@@ -296,10 +324,9 @@ class Agent:
                 blocked = state.on("repeat_guard") and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
                 refusal = REPEATED.format(tool=tc.name) if blocked else None
-                async for ev in self._run_tool(turn, registry, tc, set(names), refusal=refusal):
+                async for ev in self._run_tool(turn, registry, tc, {*names, *plan.names}, refusal=refusal):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:
                         results.append((tc.name, ev.success))
-                        state.ran(tc, ev.success)
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
@@ -322,6 +349,94 @@ class Agent:
         async for ev in self._max_iterations(turn):
             yield ev
 
+    def _may_retry(self, turn: Turn, state: LoopState) -> bool:
+        """An answer may still be asked for again: the aid is on, not used yet, and tools did their work."""
+        return (state.on("answer_retry") and not state.answer_retried
+                and bool(successes(turn.history[state.start:])))
+
+    async def _constrained(self, turn: Turn, model: str) -> bool:
+        """Whether this turn's decisions are generated under a schema (agent.decide).
+
+        ``tool_calling`` "native" never, "constrained" always (unless the server refused schemas),
+        "auto" for a model without native tool calls: the capability probe says so (Ollama's
+        ``/api/show``; an OpenAI-compatible server that refused ``tools``), or it was seen writing
+        its calls as text."""
+        mode = turn.profile.tool_calling
+        backend = get_backend(turn.profile.llm_backend)
+        if mode == "native" or getattr(backend, "format_support", None) is False:
+            return False
+        if mode == "constrained":
+            return True
+        if writes_text_calls(model) and turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS:
+            return True
+        try:
+            caps = await backend.capabilities(_model(turn.profile))
+        except LLMError:
+            return False  # the request itself will say what is wrong
+        return not caps.tools
+
+    def _tool_plan(self, registry: Any, turn: Turn, names: list[str]) -> ToolPlan:
+        """The tools of this request within the profile's prompt budget (agent.toolplan)."""
+        budget = int(turn.profile.prompt_budget_tokens or 0)
+        order = {name: i for i, name in enumerate(names)}  # the profile's order: under a budget, the first stay
+        schemas = sorted(registry.schemas(names), key=lambda s: order.get(s["function"]["name"], len(order)))
+        fixed = estimate_tokens(self.builder.system_prompt(turn.profile, persona=settings.NAVI_PERSONA,
+                                                           subagent=turn.subagent)) + 40
+        finder = registry.schemas([FIND_TOOLS]) if FIND_TOOLS not in names else []
+        return plan_tools(schemas, budget=budget, fixed_tokens=fixed, loaded=loaded_tools(turn.history),
+                          finder=finder[0] if finder else None)
+
+    def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
+                          state: LoopState) -> bool:
+        """The model tried to call a tool (a call, a broken or unknown one) and what it wrote cannot run as is."""
+        if decision.note is not None or (decision.replaced and not call.tool_calls):
+            return True
+        if not decision.calls and call.opened_like_a_call:
+            return True  # JSON no parser took for a call ({"name": "buy stamps", …}, {"action": "set", …})
+        if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
+            return True  # "I would use the filesystem function with {…}": before any result, that is a call
+        return any(c.arguments_error or c.name not in plan.callable
+                   or argument_problem(c.arguments, plan.parameters(c.name)) for c in decision.calls)
+
+    async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan,
+                      state: LoopState) -> StepDecision | None:
+        """The call, generated under the schema of the offered tools (the model already chose to call
+        one); one repair round for what the schema could not rule out (free-form arguments). None: the
+        server takes no schema (logged; the call as written goes through the text-call aids instead)."""
+        schema = call_schema(plan.every)
+        request = call_messages(messages)
+        for attempt in (1, 2):
+            try:
+                text = await self._collect(turn, request, schema, plan.schemas)
+            except ConstraintsUnsupported as exc:
+                log.warning("constrained_decisions_unavailable", model=state.model, error=str(exc),
+                            fallback="tool calls written as text")
+                state.constrained = False
+                return None
+            if turn.stop_event.is_set():
+                return StepDecision()
+            step = parse_decision(text, plan.every)
+            if step.problem is None:
+                return step
+            log.info("decision_unusable", attempt=attempt, problem=step.problem[:300])
+            if attempt == 1 and state.on("repair"):
+                request = [*request, ChatMessage(role="assistant", content=text),
+                           ChatMessage(role="system", content=decision_repair_note(step.problem))]
+        state.force_answer = True
+        return StepDecision()
+
+    async def _collect(self, turn: Turn, messages: list[ChatMessage], schema: dict[str, Any],
+                       tools: list[dict[str, Any]]) -> str:
+        """A whole constrained answer, streamed under the stream guard (a stop is seen during prefill). The
+        tool definitions go along unchanged: the prompt prefix stays the one the server has cached."""
+        text = ""
+        async for chunk in self._stream(turn, messages, tools, format=schema):
+            if chunk.kind == "text":
+                text += chunk.text
+            elif chunk.kind == "done":
+                turn.context_tokens = (chunk.prompt_eval_count or 0) + (chunk.eval_count or 0) or turn.context_tokens
+        return text
+
     async def _final(self, turn: Turn, call: StreamedCall, decision: Decision) -> AsyncIterator[AgentEvent]:
         for ev in call.finish_events(is_tool_turn=False, drop_held=decision.replaced):
             yield ev
@@ -337,13 +452,14 @@ class Agent:
         return self.builder.build(profile=turn.profile, persona=settings.NAVI_PERSONA, memory=turn.memory,
                                   history=turn.history, subagent=turn.subagent)
 
-    def _stream(self, turn: Turn, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
+    def _stream(self, turn: Turn, messages: list[ChatMessage], tools: list[dict[str, Any]],
+                format: dict[str, Any] | None = None) -> AsyncIterator[Any]:
         profile = turn.profile
         backend: LLMBackend = get_backend(profile.llm_backend)
         gen = backend.stream_complete(
             messages, model=_model(profile), tools=tools or None,
             think=bool(profile.think_enabled and settings.OLLAMA_THINK),
-            temperature=profile.temperature, num_ctx=_max_context(),
+            temperature=profile.temperature, num_ctx=_max_context(), format=format,
         )
         return iter_stream_guarded(
             gen, stop_event=turn.stop_event,

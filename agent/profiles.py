@@ -37,6 +37,8 @@ class ProfileSpec:
     scratchpad_sections: tuple[str, ...] = ()
     local_model_aids_enabled: bool = True
     local_model_aids_off: tuple[str, ...] = ()
+    tool_calling: str = "auto"  # auto | native | constrained (agent.decide)
+    prompt_budget_tokens: int = 0  # system prompt + tool definitions; 0: no bound (agent.toolplan)
     allow_dangerous_tools_for_users: bool = False
 
     @classmethod

@@ -30,12 +30,16 @@ _OPENER_CHARS = ("{", "[", "<", "`")
 
 class StreamedCall:
     def __init__(self, chunks: AsyncIterator[StreamChunk], *, emit: bool, holdback: bool,
-                 hold_refusal: bool = False) -> None:
+                 hold_refusal: bool = False, hold_openers: tuple[str, ...] = (), hold_all: bool = False) -> None:
         self._chunks = chunks
         self._emit = emit
         self._holdback = holdback
         # A small model's "I'm sorry, I can't …" is held to the end: the aids may ask again instead.
         self._hold_refusal = hold_refusal
+        # Other openings held like a refusal (lower case): the start of Navi's own steering sentences,
+        # which a small model repeats as its answer.
+        self._openers = REFUSAL_OPENERS + tuple(hold_openers)
+        self._hold_all = hold_all  # a last attempt: shown only once it is known to be an answer
         self.text = ""
         self.thinking = ""
         self.tool_calls: list[ToolCallRequest] = []
@@ -79,6 +83,12 @@ class StreamedCall:
     def held_text(self) -> str:
         return self.text[self._emitted:]
 
+    @property
+    def opened_like_a_call(self) -> bool:
+        """The reply began like a call written as text (a brace, a JSON fence, ``<tool_call>``) and
+        nothing of it was shown."""
+        return not self.streamed_text and _opening(self.text.lstrip()) == "lock"
+
     def _close_thinking(self) -> list[AgentEvent]:
         if self._thinking_closed:
             return []
@@ -104,14 +114,18 @@ class StreamedCall:
 
     def _safe_end(self, final: bool) -> int:
         text = self.text
-        if not self._holdback or final:
+        if final:
+            return len(text)
+        if self._hold_all:
+            return self._emitted
+        if not self._holdback:
             return len(text)
         if self._locked:
             return self._emitted
         if self._emitted == 0:
             decision = _opening(text.lstrip())
             if decision == "stream" and self._hold_refusal:
-                decision = _refusal_opening(text.lstrip())
+                decision = _refusal_opening(text.lstrip(), self._openers)
             if decision == "lock":
                 self._locked = True
                 return 0
@@ -132,12 +146,13 @@ REFUSAL_OPENERS = ("i'm sorry", "i am sorry", "sorry", "i can't", "i cannot", "i
                    "i am unable", "unfortunately")
 
 
-def _refusal_opening(stripped: str) -> str:
-    """"lock" for an answer that opens like a refusal, "wait" while it may still, else "stream"."""
+def _refusal_opening(stripped: str, openers: tuple[str, ...] = REFUSAL_OPENERS) -> str:
+    """"lock" for an answer that opens like a refusal (or another held opener), "wait" while it may
+    still, else "stream"."""
     lower = stripped.lower().replace("\u2019", "'")
-    if lower.startswith(REFUSAL_OPENERS):
+    if lower.startswith(openers):
         return "lock"
-    return "wait" if any(r.startswith(lower) for r in REFUSAL_OPENERS) else "stream"
+    return "wait" if any(r.startswith(lower) for r in openers) else "stream"
 
 
 def _opening(stripped: str) -> str:

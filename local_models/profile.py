@@ -1,8 +1,8 @@
-"""The ``local_small`` profile: a prompt and a tool set a 0.5B model can handle.
+"""The ``local_small`` profile: a prompt and a tool set a 0.5B–1.5B model can handle.
 
-A small model does best with few tools, one short rule per tool naming the exact
-arguments, and no planning or thinking calls (each extra call costs seconds on a
-CPU and the model rarely uses them well).
+Few tools, constrained decisions (the model server's grammar engine makes every call name a
+real tool with arguments that fit its schema), and no planning or thinking calls (each extra
+call costs seconds on a CPU and the model rarely uses them well).
 """
 from __future__ import annotations
 
@@ -17,40 +17,24 @@ TOOLS = [
     "schedule_recall", "todo", "spawn_agent",
 ]
 
-# Call templates with <placeholders>, no concrete example values: after a tool result,
-# Qwen2.5-Coder 0.5B copied every example call of an earlier version (a memory_save "cat_name",
-# a recall for /var/log/app.log) and the aids ran them. With tool names only (no templates) it
-# left out required arguments (filesystem without "action"). The "only when the user asks" lines:
-# todo was the tool it called most often unasked, after nearly every tool result.
+# The prompt says what tools are for in general, never how a particular request is worded: the
+# choice between answering and calling a tool is made under a schema (agent/decide.py), from the
+# tool menu built out of the tools' own descriptions.
 SYSTEM_PROMPT = """\
-You are Navi, a helpful assistant. Answer briefly and directly.
-
-Greetings and general knowledge questions: answer in words, without any tool.
-Otherwise write exactly ONE tool call for what the user asked, in this form (these are the
-only tools; words of the user's message are never tool names):
-- the current time or date: {"name": "get_current_datetime", "arguments": {}}
-- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}
-- "note down ..." or "make a note": {"name": "user_notes", "arguments": {"action": "add", "text": "<the words to note>"}}
-- "remember that ...": {"name": "memory_save", "arguments": {"category": "other", "key": "<short_key>", "value": "<what the user said to remember>"}}
-- "remind me in N minutes to ...": {"name": "schedule_recall", "arguments": {"call_type": "once", "when": "<N>m", "additional_context_message": "<what to do, with the file names>"}}
-- only when the user asks for a todo list: {"name": "todo", "arguments": {"action": "set", "steps": ["<step 1>", "<step 2>"]}}
-- only when the user asks for a subagent: {"name": "spawn_agent", "arguments": {"task": "<the user's whole request>"}}
-Never call a tool the user did not ask for. When a tool result arrives, the request is
-usually done: do not call any tool again, answer the user in words, copying numbers,
-names, dates and times exactly from the result."""
+You are Navi, a helpful assistant. Answer briefly and directly, in plain words.
+Use a tool only when the request needs one: to find out what you cannot know yourself (the time
+or date, what a file says) or to do something for the user (write a file or a note, remember a
+fact, schedule a reminder, keep a todo list, hand a task to a helper). Greetings, thanks and
+questions of general knowledge need no tool. After a tool result, answer from it and copy
+numbers, names, dates and times exactly."""
 
 
-# The subagent reads its own prompt, not the one above: without templates the 0.5B model, as a
-# subagent, answered from nothing ("the magic number is 42") instead of reading the file.
 SUBAGENT_PROMPT = """\
-You are a helper. Do the task you were given with ONE tool call in this form:
-- read a file: {"name": "filesystem", "arguments": {"action": "read", "path": "<file name>"}}
-- the current time or date: {"name": "get_current_datetime", "arguments": {}}
-When the tool result arrives, answer with the result only, in one or two sentences, copying
-numbers, names and dates exactly from the result."""
+You are a helper. Do the task you were given with your tools, then answer with the result only,
+in one or two sentences, copying numbers, names and dates exactly."""
 
 
-def profile_defaults(*, alias: str, aids: bool = True) -> dict[str, Any]:
+def profile_defaults(*, alias: str, aids: bool = True, constrained: bool = True) -> dict[str, Any]:
     """Field values of the ``local_small`` AgentProfile."""
     return {
         "name": "Local small model",
@@ -74,16 +58,18 @@ def profile_defaults(*, alias: str, aids: bool = True) -> dict[str, Any]:
         "subagent_timeout_seconds": 300,
         "scratchpad_sections": [],
         "local_model_aids_enabled": aids,
+        "tool_calling": "constrained" if constrained else "native",
+        "prompt_budget_tokens": 2000,
         "is_active": True,
     }
 
 
-def profile_upsert(*, alias: str, aids: bool = True) -> tuple[Any, bool]:
+def profile_upsert(*, alias: str, aids: bool = True, constrained: bool = True) -> tuple[Any, bool]:
     """Create or update ``local_small``; returns (profile, created). Invalidates cached contexts."""
     from profiles_app.models import AgentProfile
 
-    profile, created = AgentProfile.objects.update_or_create(id=PROFILE_ID, defaults=profile_defaults(alias=alias,
-                                                                                                      aids=aids))
+    profile, created = AgentProfile.objects.update_or_create(id=PROFILE_ID, defaults=profile_defaults(
+        alias=alias, aids=aids, constrained=constrained))
     try:
         from agent.loop import get_agent
 

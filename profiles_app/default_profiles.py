@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-COMMON_TOOLS = [
-    "todo", "scratchpad", "reflect", "spawn_agent", "switch_profile", "list_tools", "tool_manual",
-    "memory_search", "memory_forget", "memory_save", "schedule_recall", "manage_recall",
-    "get_current_datetime", "user_notes", "skill_view", "skill_write",
-]
+# Most used first: under a profile's prompt budget the tools at the end of the list are the ones
+# offered on demand (find_tools) when the definitions do not all fit (agent/toolplan.py).
+CORE_TOOLS = ["get_current_datetime", "memory_save", "memory_search", "schedule_recall", "todo", "user_notes",
+              "spawn_agent"]
+LATER_TOOLS = ["skill_view", "skill_write", "scratchpad", "manage_recall", "memory_forget", "reflect", "switch_profile",
+               "list_tools", "tool_manual"]
+COMMON_TOOLS = [*CORE_TOOLS, *LATER_TOOLS]
 
 # The bundled skills (skills/ in the source tree) each default profile lists in its prompt.
 DEFAULT_SKILLS: dict[str, list[str]] = {
@@ -78,7 +80,8 @@ PROFILES: list[dict[str, Any]] = [
             "You are a focused research subagent. Do exactly the task you were given with the tools "
             "you have, then answer with the result only: facts, sources and open questions, no chatter."
         ),
-        "enabled_tools": ["web_search", "web_view", "filesystem", "http_request", "image_view", *COMMON_TOOLS],
+        "enabled_tools": ["web_search", "web_view", "filesystem", *CORE_TOOLS, "http_request", "image_view",
+                          *LATER_TOOLS],
         "subagent_tools": ["web_search", "web_view", "filesystem", "scratchpad", "todo"],
         "temperature": 0.7,
         "planning_enabled": True,
@@ -93,8 +96,8 @@ PROFILES: list[dict[str, Any]] = [
             "so explicitly. Report the commands you ran and what they showed."
         ),
         "enabled_tools": [
-            "terminal", "ssh_exec", "filesystem", "code_exec", "http_request", "web_search", "web_view",
-            "write_tool", "reload_tools", "test_tool", "mcp_status", *COMMON_TOOLS,
+            "terminal", "ssh_exec", "filesystem", *CORE_TOOLS, "code_exec", "http_request", "web_search", "web_view",
+            "write_tool", "reload_tools", "test_tool", "mcp_status", *LATER_TOOLS,
         ],
         "subagent_tools": ["terminal", "ssh_exec", "filesystem", "scratchpad", "todo"],
         "temperature": 0.2,
@@ -109,13 +112,22 @@ PROFILES: list[dict[str, Any]] = [
             "You are a smart-home subagent. Read device states and report them; only act when the "
             "task says so, then verify the new state."
         ),
-        "enabled_tools": ["http_request", "web_search", *COMMON_TOOLS],
+        "enabled_tools": ["http_request", *CORE_TOOLS, "web_search", *LATER_TOOLS],
         "subagent_tools": ["http_request", "scratchpad", "todo"],
         "temperature": 0.3,
         "planning_enabled": True,
         "scratchpad_sections": ["state", "config", "errors"],
     },
 ]
+
+
+def reorder_tools(model: Any) -> None:
+    """Put the documented profiles' tools in the order above, where an admin has not changed the set."""
+    for spec in PROFILES:
+        profile = model.objects.filter(id=spec["id"]).first()
+        if profile is not None and sorted(profile.enabled_tools) == sorted(spec["enabled_tools"]):
+            profile.enabled_tools = spec["enabled_tools"]
+            profile.save(update_fields=["enabled_tools"])
 
 
 def install(model: Any) -> None:

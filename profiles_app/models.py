@@ -12,9 +12,10 @@ def _validate_name_list(value: object) -> None:
 
 # The local-model aids one by one (agent/aids.py, docs/real-model.md); a profile switches single
 # aids off with ``local_model_aids_off``.
-LOCAL_MODEL_AIDS = ("text_calls", "repair", "repeat_guard", "greeting", "nudges", "shortlist",
-                    "answer_after_success", "todo_progress", "template_args", "keep_request",
-                    "refusal_retry", "one_off_reminder")
+LOCAL_MODEL_AIDS = ("text_calls", "repair", "repeat_guard", "nudges", "answer_after_success", "todo_progress",
+                    "answer_retry")
+# Aids that keyed on the wording of requests, removed in issue 24 (a data migration drops them from profiles).
+REMOVED_AIDS = ("greeting", "shortlist", "template_args", "keep_request", "refusal_retry", "one_off_reminder")
 
 
 def _validate_aid_names(value: object) -> None:
@@ -67,6 +68,20 @@ class AgentProfile(models.Model):
     local_model_aids_off = models.JSONField(
         default=list, blank=True, validators=[_validate_aid_names],
         help_text="Single local-model aids to switch off, e.g. [\"shortlist\"]. Names: " + ", ".join(LOCAL_MODEL_AIDS))
+    class ToolCalling(models.TextChoices):
+        AUTO = "auto", "Auto: native tool calls, or constrained decisions for a model without them"
+        NATIVE = "native", "Native tool calls (the model fills tool_calls)"
+        CONSTRAINED = "constrained", "Constrained decisions (the server's grammar engine)"
+
+    tool_calling = models.CharField(
+        max_length=16, choices=ToolCalling.choices, default=ToolCalling.AUTO,
+        help_text="How the model calls tools. Constrained: each step's choice (answer, or one tool with valid "
+                  "arguments) is generated under a JSON schema by the model server (Ollama format, OpenAI "
+                  "response_format); for small local models. Auto picks it for a model without native tool calls.")
+    prompt_budget_tokens = models.PositiveIntegerField(
+        default=2000,
+        help_text="Tokens the system prompt and tool definitions may take (0 = no bound). Beyond it tool "
+                  "definitions are compacted, then tools past the budget are offered on demand (find_tools).")
     # DESIGN.md §6: terminal, ssh_exec, code_exec, write_tool and filesystem writes are
     # staff-only unless a profile explicitly opens them to every user.
     allow_dangerous_tools_for_users = models.BooleanField(default=False)

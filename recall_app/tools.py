@@ -56,7 +56,8 @@ def _confirm(recall: Recall) -> str:
 class ScheduleRecallTool(Tool):
     name: ClassVar[str] = "schedule_recall"
     description: ClassVar[str] = (
-        "Schedule headless future work for yourself in this session (a 'recall'): when it fires you wake up, "
+        "Set a reminder or schedule future work for yourself, once or repeating (a 'recall' of this session): "
+        "when it fires you wake up, "
         "read your instruction and continue with your tools while the user may watch live. Use it to check "
         "something later (build logs in 30 minutes), poll something periodically, or continue heavy work "
         "without blocking the chat. call_type: 'once' (at 'when'), 'recurring' (first at 'when', then every "

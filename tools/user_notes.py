@@ -18,7 +18,8 @@ from tools_app.fileio import atomic_write_json, path_lock
 
 name = "user_notes"
 description = (
-    "The user's personal notes, kept across sessions; each user sees only their own. action=add saves "
+    "Add, list, search or delete the user's personal notes (kept across sessions; each user sees only their "
+    "own). action=add saves "
     "'text' (optional 'tags'); action=list shows the most recent notes; action=search finds notes containing "
     "every word of 'query' (in text or tags); action=delete removes the note with 'id'. Use it when the user "
     "asks you to note something down or to look up something they noted."

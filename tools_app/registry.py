@@ -39,7 +39,7 @@ RESERVED_NAMES = frozenset({
     "web_search", "web_view", "filesystem", "http_request", "code_exec", "terminal", "ssh_exec", "image_view",
     "todo", "scratchpad", "reload_tools", "write_tool", "list_tools", "tool_manual", "test_tool", "mcp_status",
     "reflect", "memory_search", "memory_forget", "memory_save", "spawn_agent", "switch_profile",
-    "schedule_recall", "manage_recall",
+    "schedule_recall", "manage_recall", "find_tools",
 })
 
 

@@ -106,18 +106,11 @@ async def test_repeated_call_is_not_run_again(agent_env) -> None:
     third = agent_env.requests()[2]
     assert third.get("tools")  # the same prompt prefix (a local server reuses its cache) ...
     assert "Do not call any tool" in third["messages"][-1]["content"]  # ... with an order to answer
-    # The model still called: nothing runs, the user gets the result that succeeded.
+    # The model still called (and again when asked once more): nothing runs, the user gets an honest
+    # account of the result that succeeded.
     content = events[-1]["content"]
-    assert events[-1]["type"] == "stream_end" and content.startswith("Here is the result I got")
-    assert "todo list is empty" in content and "already called" not in content
-
-
-async def test_greeting_gets_no_tools(agent_env) -> None:
-    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
-    events = await agent_env.run("Hi!")
-    assert not agent_env.requests()[0].get("tools")
-    assert types(events) == ["stream_delta", "stream_end"]  # nothing runs, and no raw JSON is shown
-    assert events[-1]["content"] == "Hello! How can I help you today?"
+    assert events[-1]["type"] == "stream_end" and content.startswith("The todo list is empty")
+    assert "already called" not in content and '"name"' not in content
 
 
 async def test_aids_off_leaves_text_alone(agent_env) -> None:
@@ -129,10 +122,11 @@ async def test_aids_off_leaves_text_alone(agent_env) -> None:
 
 async def test_model_without_tool_support_still_gets_work_done(agent_env) -> None:
     agent_env.fake.set_capabilities("fake-model", ["completion"])
+    agent_env.fake.ollama_schema_format = False  # an old server: no constrained decisions either
     agent_env.fake.script(text=CALL)
     agent_env.fake.script(text="Done.")
     events = await agent_env.run("make a todo list with: water plants")
-    assert "tools" not in agent_env.requests()[0] and "think" not in agent_env.requests()[0]
+    assert "tools" not in agent_env.requests()[-2] and "think" not in agent_env.requests()[-2]
     assert next(e for e in events if e["type"] == "tool_call")["success"] is True
 
 
@@ -195,9 +189,3 @@ async def test_only_the_first_of_several_text_calls_runs(agent_env) -> None:
     agent_env.fake.script(text="Your list is empty.")
     events = await agent_env.run("what's on my list?")
     assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo"]
-
-
-async def test_a_broken_call_when_no_tool_may_run_is_not_shown(agent_env) -> None:
-    agent_env.fake.script(text='{"name": "todo", "arguments": {"action": "read"')
-    events = await agent_env.run("Hello!")
-    assert events[-1]["content"] == "Hello! How can I help you today?"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tools_app.base import Tool
 from tools_app.builtins_meta.manage import (
+    FindToolsTool,
     ListToolsTool,
     McpStatusTool,
     ReloadToolsTool,
@@ -28,6 +29,7 @@ META_TOOLS: tuple[type[Tool], ...] = (
     ToolManualTool,
     TestToolTool,
     McpStatusTool,
+    FindToolsTool,
 )
 
 __all__ = ["META_TOOLS", "read_todo", "set_todo"]

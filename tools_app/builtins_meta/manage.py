@@ -1,6 +1,8 @@
-"""Tools about tools: ``reload_tools``, ``list_tools``, ``tool_manual``, ``test_tool``, ``mcp_status``."""
+"""Tools about tools: ``reload_tools``, ``list_tools``, ``tool_manual``, ``test_tool``, ``mcp_status``, ``find_tools``."""
 from __future__ import annotations
 
+import json
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -191,3 +193,52 @@ class McpStatusTool(RegistryTool):
         if not lines:
             return ToolResult(success=True, output=f"No MCP servers are configured ({registry.mcp_file.name}).")
         return ToolResult(success=True, output="MCP servers:\n" + "\n".join(lines))
+
+
+class FindToolsTool(RegistryTool):
+    """Tools offered on demand (``agent.toolplan``): a profile whose prompt budget cannot hold every
+    tool definition lists the rest in this tool's description, and a call loads them."""
+
+    name: ClassVar[str] = "find_tools"
+    description: ClassVar[str] = (
+        "Load the full definitions of tools that are not in your tool list yet, so you can call them. "
+        "Give their names, or words for what you need done."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "names": {"type": "array", "items": {"type": "string"}, "description": "Tool names to load."},
+            "query": {"type": "string", "description": "Words for what you need done, if you do not know the names."},
+        },
+    }
+    timeout: ClassVar[float] = 10.0
+
+    async def execute(self, params: dict[str, Any]) -> ToolResult:
+        from agent.ctx import current_profile
+
+        profile = current_profile.get()
+        offered = self.registry.tools_for_profile(profile.enabled_tools) if profile is not None else self.registry.names()
+        offered = [n for n in offered if n != self.name and self.registry.can_use(n)]
+        wanted = [n for n in params.get("names") or [] if isinstance(n, str)]
+        found = [n for n in wanted if n in offered]
+        if params.get("query"):
+            found += [n for n in _matching(str(params["query"]), offered, self.registry) if n not in found]
+        if not found:
+            unknown = f" ({', '.join(map(repr, wanted))} not among them)" if wanted else ""
+            raise ToolError(f"no tool matches{unknown}; the tools of this profile are: {', '.join(offered)}")
+        definitions = [json.dumps(s["function"], ensure_ascii=False) for s in self.registry.schemas(found)]
+        return ToolResult(success=True, output="You can call these tools now:\n" + "\n".join(definitions),
+                          metadata={"loaded_tools": found})
+
+
+def _matching(query: str, names: list[str], registry: ToolRegistry) -> list[str]:
+    """Tools whose name or description shares a word (4+ letters) with ``query``, best first."""
+    words = {w for w in re.findall(r"[a-z]{4,}", query.lower())}
+    scored = []
+    for name in names:
+        tool = registry.get(name)
+        text = f"{name.replace('_', ' ')} {tool.description if tool is not None else ''}".lower()
+        score = sum(1 for w in words if w in text)
+        if score:
+            scored.append((-score, name))
+    return [n for _, n in sorted(scored)[:5]]

@@ -96,7 +96,8 @@ def render(steps: list[dict[str, Any]]) -> str:
 class TodoTool(Tool):
     name: ClassVar[str] = "todo"
     description: ClassVar[str] = (
-        "Your task checklist for this session. action=set with 'steps' (list of short step titles, one action "
+        "Keep a todo list (a checklist of steps) for this session. action=set with 'steps' (list of short step "
+        "titles, one action "
         "each) replaces the list, all pending. action=update with 'step' (1-based number) and 'status' "
         "(pending, in_progress, done, failed) records progress; when marking done, put the evidence in "
         "'validation' (what output or check proves it); add a 'note' to explain a failure. action=read shows "

@@ -1,0 +1,166 @@
+"""Constrained tool calls: a call generated under a JSON schema by the model server.
+
+For a model that does not fill the structured ``tool_calls`` field (a small local model writes
+its calls as text, and gets names and arguments wrong), Navi uses the server's grammar engine
+(Ollama ``format``, OpenAI-compatible ``response_format``). How a step goes (``agent.loop``):
+
+1. the model replies in its own way, with the tool definitions in its chat template: whether it
+   answers or calls is its own first words — the likelihood of answering against calling, as the
+   model was trained to weigh it. Prose streams to the user as the answer;
+2. a reply that is a call of an offered tool with arguments valid for its schema runs as written;
+3. any other attempt to call (a tool that does not exist, broken JSON, invalid arguments) is
+   generated again under ``call_schema``::
+
+       {"tool": <one of the offered names>, "arguments": <that tool's parameters>}
+
+   so a tool that does not exist, or arguments of the wrong shape, cannot be produced. What a
+   schema cannot express (a free-form object parameter, formats) is validated after generation
+   (``parse_decision``), with one repair round.
+
+Measured on the dev half of the broad suite (docs/benchmarks.md): a decision made entirely under
+a schema (``{"action": "answer"} | {"action": "call", ...}``) called a tool for greetings and
+general questions (0.5B: 9 of 24 first steps right), while the model's own first words told
+answering from calling right 21 of 24 times. Nothing here depends on the wording of a request.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from agent.llm.base import ChatMessage, ToolCallRequest
+from agent.llm.http_common import new_call_id
+
+# The instruction at the end of a constrained call's request (never stored: the conversation before it is
+# the prompt prefix the server has cached).
+CALL = ('Write the one tool call the user\'s last message needs now, as {"tool": "<name>", "arguments": {...}}, '
+        "with the argument values taken from the user's words.")
+
+
+def call_schema(schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema of one call of the offered tools (definitions ``{"type": "function", ...}``)."""
+    branches: list[dict[str, Any]] = []
+    for schema in schemas:
+        function = schema.get("function") or {}
+        name = str(function.get("name") or "")
+        if name:
+            branches.append({
+                "type": "object",
+                "properties": {"tool": {"const": name}, "arguments": grammar_parameters(function.get("parameters"))},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            })
+    return {"anyOf": branches}
+
+
+# Keywords a grammar engine needs; descriptions and the like only cost grammar size.
+_KEEP = frozenset({"type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf",
+                   "additionalProperties", "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength"})
+
+
+def grammar_parameters(parameters: Any) -> dict[str, Any]:
+    """A tool's parameter schema reduced to what a grammar engine enforces (no descriptions,
+    defaults or examples). A free-form object stays a free-form object: ``parse_decision``
+    validates it against the full schema after generation."""
+    if not isinstance(parameters, dict):
+        return {"type": "object"}
+    out: dict[str, Any] = {}
+    for key, value in parameters.items():
+        if key not in _KEEP:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: grammar_parameters(prop) for name, prop in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            out[key] = grammar_parameters(value)
+        elif key in ("anyOf", "oneOf") and isinstance(value, list):
+            out[key] = [grammar_parameters(v) for v in value]
+        elif key == "additionalProperties" and isinstance(value, dict):
+            out[key] = grammar_parameters(value)
+        else:
+            out[key] = value
+    if out.get("type") == "object" and "properties" not in out:
+        out.pop("additionalProperties", None)
+    return out or {"type": "object"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepDecision:
+    """A constrained call (validated), or ``problem`` when it could not be used (no call: answer instead)."""
+
+    call: ToolCallRequest | None = None
+    problem: str | None = None
+
+    @property
+    def answer(self) -> bool:
+        return self.call is None and self.problem is None
+
+
+def parse_decision(text: str, schemas: list[dict[str, Any]]) -> StepDecision:
+    """The decision in ``text``, its arguments validated against the tool's full parameter schema."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return StepDecision(problem=f"the decision was not valid JSON ({exc}): {text[:200]!r}")
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return StepDecision(problem=f'a call needs "tool" and "arguments", got {text[:200]!r}')
+    by_name = {str((s.get("function") or {}).get("name")): s for s in schemas}
+    name = value.get("tool")
+    if not isinstance(name, str) or name not in by_name:
+        return StepDecision(problem=f"there is no tool {name!r}; the tools are {', '.join(by_name)}")
+    arguments = value.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return StepDecision(problem=f"the arguments of {name} must be a JSON object, got {json.dumps(arguments)[:200]}")
+    call = ToolCallRequest(id=new_call_id(), name=name, arguments=arguments)
+    problem = argument_problem(arguments, (by_name[name].get("function") or {}).get("parameters"))
+    if problem:
+        return StepDecision(call=call, problem=f"the arguments of {name} are not valid: {problem}")
+    return StepDecision(call=call)
+
+
+def argument_problem(arguments: dict[str, Any], parameters: Any) -> str | None:
+    """The first way ``arguments`` break the tool's parameter schema, or None."""
+    if not isinstance(parameters, dict):
+        return None
+    try:
+        error = next(iter(Draft202012Validator(parameters).iter_errors(arguments)), None)
+    except SchemaError:  # a tool with a broken schema: its own validation will speak
+        return None
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where + ': ' if where else ''}{error.message}"
+
+
+def repair_note(problem: str) -> str:
+    """What the model is told after a decision that could not be used (one repair round)."""
+    return f"That step could not be used: {problem}. Choose again."
+
+
+_JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
+
+
+def described_call(text: str, names: set[str]) -> bool:
+    """The reply describes a call instead of making it: it names an offered tool and shows JSON arguments
+    ("I would use the `filesystem` function with: ```json {"action": "read", …}```", Qwen 1.5B)."""
+    return bool(_JSON_OBJECT.search(text)) and any(re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text)
+                                                   for n in names)
+
+
+def call_messages(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The request of a constrained call: the conversation, then the instruction."""
+    return [*messages, ChatMessage(role="system", content=CALL)]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
+
+
+def first_sentence(text: str, limit: int = 200) -> str:
+    """The first sentence of ``text``, at most ``limit`` characters."""
+    first = _SENTENCE.split((text or "").strip(), maxsplit=1)[0].strip()
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"

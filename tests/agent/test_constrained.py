@@ -1,0 +1,294 @@
+"""Constrained tool calls (issue 24): the model's own reply decides between answering and calling;
+a call it cannot write validly is generated under a JSON schema by the model server; the answer
+streams unconstrained; answers after tools are words, honestly."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from structlog.testing import capture_logs
+
+from agent.decide import call_schema, grammar_parameters, parse_decision
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OFFERED = ["todo", "scratchpad", "spawn_agent", "switch_profile", "filesystem", "image_view", "reflect"]
+
+
+def schema_names(schema: dict) -> list[str]:
+    return [b["properties"]["tool"]["const"] for b in schema["anyOf"]]
+
+
+def as_text(name: str, **arguments: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def constrained_call(fake, tool: str, **arguments: object) -> None:
+    fake.script(text=json.dumps({"tool": tool, "arguments": arguments}))
+
+
+async def constrained(agent_env, **fields) -> None:
+    await agent_env.set_profile(tool_calling="constrained", **fields)
+
+
+def calls(events: list[dict]) -> list[tuple]:
+    return [(e["tool"], e["args"], e["success"]) for e in events if e["type"] == "tool_call"]
+
+
+def shown(events: list[dict]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+
+
+async def test_a_valid_call_runs_as_written_and_prose_streams_as_the_answer(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="Your list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert events[-1]["content"] == "Your list is empty." == shown(events)
+    assert all(agent_env.fake.schema_of(r) is None for r in agent_env.fake.chat_requests)  # nothing to repair
+
+
+async def test_a_call_of_a_tool_that_does_not_exist_is_generated_again_under_the_schema(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("plumber", invoice="4711"))  # the user's words as a tool name
+    constrained_call(agent_env.fake, "todo", action="set", steps=["call the plumber about invoice 4711"])
+    agent_env.fake.script(text="Added to your list: call the plumber about invoice 4711.")
+    events = await agent_env.run("jot down: call the plumber about invoice 4711")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["call the plumber about invoice 4711"]}, True)]
+    assert '"name"' not in shown(events) and "plumber\"" not in shown(events)  # the raw attempt is never shown
+    assert events[-1]["content"] == "Added to your list: call the plumber about invoice 4711."
+    first, constrained_request, answer = agent_env.fake.chat_requests
+    schema = agent_env.fake.schema_of(constrained_request)
+    assert sorted(schema_names(schema)) == sorted(OFFERED)  # only real tools, each with its own parameters
+    todo = next(b for b in schema["anyOf"] if b["properties"]["tool"]["const"] == "todo")
+    assert todo["properties"]["arguments"]["properties"]["action"]["enum"] == ["set", "update", "read"]
+    assert "Write the one tool call" in constrained_request.json["messages"][-1]["content"]
+    # The same prompt prefix in every request (system prompt and tools), so the server's cache holds.
+    assert len({json.dumps([r.json["messages"][0], r.json.get("tools")]) for r in agent_env.fake.chat_requests}) == 1
+    assert agent_env.fake.schema_of(answer) is None
+
+
+async def test_invalid_arguments_are_generated_again_under_the_schema(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="explode"))
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="The list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
+
+
+async def test_arguments_the_schema_could_not_rule_out_get_one_repair_round(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("nope"))
+    constrained_call(agent_env.fake, "todo", action="explode")  # a server that does not enforce enums
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="The list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    repair = agent_env.fake.chat_requests[2].json["messages"]
+    assert repair[-2] == {"role": "assistant", "content": json.dumps({"tool": "todo", "arguments": {"action": "explode"}})}
+    assert "could not be used" in repair[-1]["content"] and "'explode' is not one of" in repair[-1]["content"]
+    assert events[-1]["content"] == "The list is empty."
+
+
+async def test_a_second_unusable_call_ends_in_an_answer_not_a_broken_turn(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("nope"))
+    constrained_call(agent_env.fake, "no_such_tool")
+    agent_env.fake.script(text="not json at all")
+    agent_env.fake.script(text="I can tell you without tools: nothing is pending.")
+    events = await agent_env.run("anything pending?")
+    assert not [e for e in events if e["type"] == "tool_started"]
+    assert events[-1]["type"] == "stream_end"
+    assert events[-1]["content"] == "I can tell you without tools: nothing is pending."
+
+
+async def test_a_greeting_answered_in_words_costs_one_request(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="Hello! How can I help?")
+    events = await agent_env.run("hey there")
+    assert not [e for e in events if e["type"] == "tool_started"]
+    assert events[-1]["content"] == "Hello! How can I help?" == shown(events)
+    assert len(agent_env.fake.chat_requests) == 1
+
+
+async def test_the_prompt_prefix_is_byte_identical_across_the_turns_of_a_session(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="Hello!")
+    await agent_env.run("hi")
+    agent_env.fake.script(text=as_text("todo", action="nope"))
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="Your list is empty.")
+    await agent_env.run("what is on my list?")
+    prefixes = {json.dumps([r.json["messages"][0], r.json.get("tools")]) for r in agent_env.fake.chat_requests}
+    assert len(prefixes) == 1 and len(agent_env.fake.chat_requests) == 4
+
+
+async def test_a_model_without_native_tool_calls_gets_constrained_calls(agent_env) -> None:
+    agent_env.fake.set_capabilities("fake-model", ["completion"])  # auto: the probe says no tools
+    agent_env.fake.script(text=as_text("todo", action="plan"))  # not an action todo has
+    constrained_call(agent_env.fake, "todo", action="set", steps=["water plants"])
+    agent_env.fake.script(text="Done: one step on your list.")
+    events = await agent_env.run("make a todo list with: water plants")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["water plants"]}, True)]
+    assert agent_env.fake.chat_requests[1].json["format"]["anyOf"]
+    assert events[-1]["content"] == "Done: one step on your list."
+
+
+async def test_native_tool_callers_stay_native(agent_env) -> None:
+    agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "read"}}])
+    agent_env.fake.script(text="Empty.")
+    await agent_env.run("what is on my list?")
+    assert all(agent_env.fake.schema_of(r) is None and r.json.get("tools") for r in agent_env.fake.chat_requests)
+
+
+async def test_an_old_ollama_without_schemas_falls_back_to_text_calls_with_a_log_line(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.ollama_schema_format = False
+    agent_env.fake.script(text=as_text("nope"))
+    agent_env.fake.script(text=as_text("todo", action="read"))  # after the aids told it the tools
+    agent_env.fake.script(text="Your list is empty.")
+    with capture_logs() as logs:
+        events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert events[-1]["content"] == "Your list is empty."
+    line = next(entry for entry in logs if entry["event"] == "constrained_decisions_unavailable")
+    assert "does not take a JSON schema" in line["error"] and line["fallback"] == "tool calls written as text"
+    # Remembered for the server: a later turn never sends a schema.
+    agent_env.fake.script(text=as_text("nope"))
+    agent_env.fake.script(text="Hi!")
+    await agent_env.run("hi")
+    assert all("format" not in r.json for r in agent_env.fake.chat_requests[-2:])
+
+
+async def test_after_successful_tools_a_refusal_is_asked_again_and_never_shown(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["a", "b"]))
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text="Your list now has two steps: a and b.")
+    events = await agent_env.run("set up my list with a and b")
+    assert "sorry" not in shown(events).lower()
+    assert events[-1]["content"] == "Your list now has two steps: a and b." == shown(events)
+    assert "Your tools did their work" in agent_env.fake.chat_requests[-1].json["messages"][-1]["content"]
+
+
+async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
+    await constrained(agent_env)
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text="")
+    events = await agent_env.run("write milk, eggs and bread into shopping.txt")
+    assert (folder / "shopping.txt").read_text() == "milk\neggs\nbread\n"
+    final = events[-1]["content"]
+    assert final.startswith("Wrote ") and "shopping.txt" in final
+    assert "sorry" not in final.lower() and "Here is the result" not in final
+    assert shown(events) == final
+
+
+async def test_answer_retry_off_shows_the_refusal(agent_env) -> None:
+    await constrained(agent_env, local_model_aids_off=["answer_retry"])
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run("what is on my list?")
+    assert events[-1]["content"] == "I'm sorry, but I can't assist with that."
+
+
+async def test_a_refusal_without_any_tool_is_the_answer(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="I'm sorry, I can't help with that.")
+    events = await agent_env.run("do something impossible")
+    assert events[-1]["content"] == "I'm sorry, I can't help with that."
+    assert len(agent_env.fake.chat_requests) == 1
+
+
+async def test_a_stop_during_a_constrained_call_ends_the_turn(agent_env, stop_after) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("nope"))
+    agent_env.fake.script(text=json.dumps({"tool": "todo", "arguments": {"action": "read"}}), hang_before_first_chunk=5)
+    events = await agent_env.run("hello", stop_event=stop_after(0.5))
+    assert events[-1]["type"] == "stream_stopped"
+    assert not [e for e in events if e["type"] == "tool_started"]
+
+
+# -- the pure parts ---------------------------------------------------------------------------------
+
+TOOL = {"type": "function", "function": {"name": "save", "description": "Save it. More words.", "parameters": {
+    "type": "object", "properties": {"key": {"type": "string", "description": "The key."},
+                                     "extra": {"type": "object", "description": "Anything."}},
+    "required": ["key"]}}}
+
+
+def test_the_grammar_keeps_structure_and_drops_descriptions() -> None:
+    schema = call_schema([TOOL])
+    assert schema_names(schema) == ["save"]
+    arguments = schema["anyOf"][0]["properties"]["arguments"]
+    assert arguments == {"type": "object", "properties": {"key": {"type": "string"}, "extra": {"type": "object"}},
+                         "required": ["key"]}
+    assert grammar_parameters(None) == {"type": "object"}
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"tool": "save", "arguments": {"key": "k"}}', None),
+    ('{"tool": "save", "arguments": {}}', "'key' is a required property"),
+    ('{"tool": "save", "arguments": {"key": 3}}', "key: 3 is not of type 'string'"),
+    ('{"tool": "nope", "arguments": {}}', "there is no tool 'nope'"),
+    ('{"tool": "save", "arguments": [1]}', "must be a JSON object"),
+    ('{"action": "dance"}', 'a call needs "tool" and "arguments"'),
+    ("{broken", "not valid JSON"),
+])
+def test_a_decision_is_validated_against_the_tools_full_schema(text, problem) -> None:
+    decision = parse_decision(text, [TOOL])
+    if problem is None:
+        assert decision.problem is None
+    else:
+        assert problem in (decision.problem or "")
+
+
+async def test_an_answer_that_repeats_navis_own_instruction_is_not_shown(agent_env) -> None:
+    # Qwen 0.5B, asked once more, answered with the instruction itself.
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text="I'm sorry, I can't.")
+    agent_env.fake.script(text="Your tools did their work; the results are above.")
+    events = await agent_env.run("what is on my list?")
+    assert events[-1]["content"].startswith("The todo list is empty")
+    assert "tools did their work" not in shown(events)
+
+
+@pytest.mark.parametrize("attempt", [
+    '```json\n{"action": "set", "steps": ["buy stamps", "post the letter"]}\n```',  # no tool named at all
+    '{"name": "buy stamps", "arguments": {"step": 1}}',  # a name no tool can have
+])
+async def test_a_reply_of_json_that_names_no_tool_is_made_a_valid_call_and_never_shown(agent_env, attempt) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=attempt)
+    constrained_call(agent_env.fake, "todo", action="set", steps=["buy stamps", "post the letter"])
+    agent_env.fake.script(text="Your list has two steps.")
+    events = await agent_env.run("make a todo list: buy stamps, post the letter")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["buy stamps", "post the letter"]}, True)]
+    assert "{" not in shown(events) and events[-1]["content"] == "Your list has two steps."
+
+
+async def test_a_reply_that_describes_a_call_before_any_result_gets_the_call_made(agent_env) -> None:
+    # Qwen 1.5B: "To find it, I would use the `filesystem` function with: ```json {...}```".
+    await constrained(agent_env)
+    agent_env.fake.script(text='To see your list I would use the `todo` function with:\n```json\n{"action": "read"}\n```')
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="Your list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert '{"action"' not in shown(events) and events[-1]["content"] == "Your list is empty."
+
+
+async def test_a_described_call_after_a_result_is_just_the_answer(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("todo", action="read"))
+    agent_env.fake.script(text='I used `todo` with {"action": "read"}: your list is empty.')
+    events = await agent_env.run("what is on my list?")
+    assert len(calls(events)) == 1 and events[-1]["content"].endswith("your list is empty.")
