@@ -1,8 +1,16 @@
-"""Competence of Navi with a real small model, local-model aids on vs off (issue 11).
+"""Competence of Navi with a real small model (issues 11 and 24).
 
     python manage.py real_model start            # the model server (after `real_model setup`)
+    .venv/bin/python bench/real_model.py --suite broad --half dev [--modes constrained,native,bare]
     .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
                                          [--budget-minutes 50] [--json FILE]
+
+``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (48 tasks: 12
+intents × 4 phrasings, fixed dev/test halves: ``--half dev|test|both``); ``--suite ten`` (the
+default) the ten tasks of ``tests/realmodel/scenarios.py``. Modes: ``constrained`` (decisions
+under a schema, aids on: the shipped local_small), ``native`` (the model's own tool calls, aids
+on), ``bare`` (native, aids off); ``on``/``off`` are the aids with the profile's tool calling
+unchanged (constrained since issue 24).
 
 Starts a live Navi (``manage.py start`` in a subprocess, its own data directory) whose
 ``local_small`` profile talks to the model server at $NAVI_REAL_MODEL_URL (default
@@ -29,14 +37,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.realmodel import broad  # noqa: E402
 from tests.realmodel.scenarios import (  # noqa: E402
     TASKS,
     Env,
     default_model_url,
     model_aliases,
-    set_aids,
+    set_mode,
     start_navi_for_model,
 )
+
+
+def _runners(args: argparse.Namespace) -> dict[str, Any]:
+    """Task name → coroutine function of an Env, for the chosen suite."""
+    if args.suite == "broad":
+        chosen = broad.tasks(args.half)
+        return {t.name: (lambda env, t=t: t.run(env, t.text)) for t in chosen}
+    return dict(TASKS)
 
 
 async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -45,7 +62,8 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not aliases:
         sys.exit(f"no model server answers at {url}/models: run `python manage.py real_model start` first")
     alias = aliases[0]
-    tasks = args.tasks.split(",") if args.tasks else list(TASKS)
+    runners = _runners(args)
+    tasks = args.tasks.split(",") if args.tasks else list(runners)
     modes = [m.strip() for m in args.modes.split(",")]
     navi = start_navi_for_model(Path(tempfile.mkdtemp(prefix="navi-bench-realmodel-")), url, alias)
     results = RESULTS
@@ -65,13 +83,13 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
                     return results
                 for mode in modes:
                     if mode != aids:
-                        set_aids(navi, alias, mode == "on")
+                        set_mode(navi, alias, mode)
                         aids = mode
                     counter += 1
                     env = Env(navi=navi, model_url=url, alias=alias, run=counter)
                     began = time.monotonic()
                     try:
-                        outcome = await TASKS[task](env)
+                        outcome = await runners[task](env)
                         ok, core, detail, seconds = outcome.ok, outcome.core_ok, outcome.detail, outcome.seconds
                         events = [t.events for t in outcome.turns]
                     except Exception as exc:  # a harness failure counts as a failed run, and is shown
@@ -81,7 +99,7 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
                                     "seconds": seconds, "detail": detail, "events": events})
                     if args.json:
                         await asyncio.to_thread(Path(args.json).write_text, json.dumps(results, indent=2))
-                    print(f"[{task:15s} aids {mode:3s} #{run + 1}] {'PASS' if ok else 'FAIL'} {seconds:6.1f}s  {detail}",
+                    print(f"[{task:18s} {mode:11s} #{run + 1}] {'PASS' if ok else 'FAIL'} {seconds:6.1f}s  {detail}",
                           flush=True)
     finally:
         navi.stop()
@@ -99,7 +117,7 @@ def table(results: list[dict[str, Any]], modes: list[str]) -> str:
     """Per task and mode: success (the full check), the task's own check alone (ignoring stray
     tools and a raw call shown), and the median seconds."""
     tasks = list(dict.fromkeys(r["task"] for r in results))
-    head = "| task | " + " | ".join(f"aids {m}: success | aids {m}: task check only | aids {m}: median s"
+    head = "| task | " + " | ".join(f"{m}: success | {m}: task check only | {m}: median s"
                                     for m in modes) + " |"
     sep = "|---|" + "---|---|---|" * len(modes)
     lines = [head, sep]
@@ -130,8 +148,11 @@ def table(results: list[dict[str, Any]], modes: list[str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--tasks", default="", help=f"comma-separated subset of: {', '.join(TASKS)}")
-    parser.add_argument("--modes", default="on,off", help="local-model aids: on,off (default both)")
+    parser.add_argument("--suite", choices=["ten", "broad"], default="ten")
+    parser.add_argument("--half", choices=["dev", "test", "both"], default="both", help="broad suite: which half")
+    parser.add_argument("--tasks", default="", help="comma-separated subset of the suite's task names")
+    parser.add_argument("--modes", default="on,off",
+                        help="comma-separated: constrained, native, bare (broad), or on, off (the aids)")
     parser.add_argument("--url", default=default_model_url())
     parser.add_argument("--json", default="", help="write every run (with its evidence) to this file")
     parser.add_argument("--budget-minutes", type=float, default=0,
@@ -146,7 +167,27 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     print(f"\n{len(results)} runs in {(time.monotonic() - started) / 60:.1f} min\n")
-    print(table(results, [m.strip() for m in args.modes.split(",")]))
+    modes = [m.strip() for m in args.modes.split(",")]
+    print(table(results, modes))
+    if args.suite == "broad":
+        print()
+        print(halves(results, modes))
+
+
+def halves(results: list[dict[str, Any]], modes: list[str]) -> str:
+    """Success per half of the broad suite (dev: tuned on; test: reported only) and mode."""
+    split = {t.name: t.split for t in broad.TASKS}
+    lines = ["| half | " + " | ".join(f"{m}: success | {m}: median s" for m in modes) + " |",
+             "|---|" + "---|---|" * len(modes)]
+    for half in ("dev", "test"):
+        cells = []
+        for mode in modes:
+            runs = [r for r in results if split.get(r["task"]) == half and r["aids"] == mode]
+            passed = sum(r["ok"] for r in runs)
+            median = statistics.median(r["seconds"] for r in runs) if runs else float("nan")
+            cells += [f"{passed}/{len(runs)} = {100 * passed / max(len(runs), 1):.0f} %", f"{median:.0f}"]
+        lines.append(f"| {half} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

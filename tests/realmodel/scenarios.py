@@ -121,6 +121,7 @@ async def turn(env: Env, sid: str, text: str, *, stop_after_deltas: int | None =
             event = json.loads(await asyncio.wait_for(ws.recv(), remaining))
             if event["type"] in ("heartbeat", "session_sync"):
                 continue
+            event["_t"] = time.monotonic()  # when it arrived (time to first token)
             events.append(event)
             if event["type"] in TERMINAL:
                 break
@@ -411,3 +412,13 @@ def model_key(alias: str) -> str:
 
 def set_aids(navi: LiveNavi, alias: str, on: bool) -> None:
     navi.manage("real_model", "profile", "--model", model_key(alias), "--aids", "on" if on else "off")
+
+
+# Benchmark modes: (aids, constrained decisions).
+MODES = {"on": ("on", "on"), "off": ("off", "on"), "constrained": ("on", "on"), "native": ("on", "off"),
+         "bare": ("off", "off")}
+
+
+def set_mode(navi: LiveNavi, alias: str, mode: str) -> None:
+    aids, constraints = MODES[mode]
+    navi.manage("real_model", "profile", "--model", model_key(alias), "--aids", aids, "--constraints", constraints)

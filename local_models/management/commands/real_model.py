@@ -1,10 +1,10 @@
 """``manage.py real_model setup|start|stop|status|profile``: a small local model on a plain CPU.
 
-    python manage.py real_model setup [--cache DIR] [--model qwen|smollm]
+    python manage.py real_model setup [--cache DIR] [--model qwen|qwen1.5b|smollm]
     python manage.py real_model start [--port 8089] [--model qwen]
     python manage.py real_model stop
     python manage.py real_model status
-    python manage.py real_model profile [--model qwen] [--aids on|off]
+    python manage.py real_model profile [--model qwen] [--aids on|off] [--constraints on|off]
 
 Everything lives in the cache directory (``--cache``, else $NAVI_REAL_MODEL_DIR, else
 ~/.cache/navi/real-model), never in the repository.
@@ -35,6 +35,8 @@ class Command(BaseCommand):
                                  "with other work, 1 is faster: two threads wait for each other at every step.")
         parser.add_argument("--aids", choices=["on", "off"], default="on",
                             help="profile: the local-model aids of local_small (for comparisons).")
+        parser.add_argument("--constraints", choices=["on", "off"], default="on",
+                            help="profile: constrained decisions (on) or native tool calls (off) for local_small.")
         parser.add_argument("--no-profile", action="store_true", help="setup: do not create the local_small profile.")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -96,9 +98,11 @@ Stop the server with: python manage.py real_model stop""")
     def _profile(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
         # On a fresh clone `setup` may run before Navi ever started: create the tables first, as `start` does.
         call_command("migrate", interactive=False, verbosity=0)
-        _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on")
+        _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on",
+                                    constrained=opts["constraints"] == "on")
         self._echo(f"profile: {PROFILE_ID} {'created' if created else 'updated'} "
-                   f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']})")
+                   f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']}, "
+                   f"constrained decisions {opts['constraints']})")
 
 
 def _threads(value: str) -> int:

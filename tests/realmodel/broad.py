@@ -1,0 +1,297 @@
+"""The broad everyday suite (issue 24): 12 intents, each phrased 4 ways with different words.
+
+Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
+reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
+Success is judged by what the user sees and what was stored: a correct side effect with an
+answer that refuses, is empty, or shows a raw call, is a failure (``answered``).
+
+**The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
+dev, the last two test). Prompts, tool descriptions and aids are tuned on the dev half only;
+the test half is run to report, never to change anything. Distinctive values (codes, numbers,
+names) vary with the run so that no run passes on what an earlier one stored.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.realmodel.scenarios import Env, Outcome, Turn, _clock_forms, _done, _notes, get, new_session, poll, turn
+
+REFUSALS = re.compile(r"\A\s*(i'?m sorry|i am sorry|sorry|i can(?:no|')t|i can not|i'?m unable|unfortunately)",
+                      re.IGNORECASE)
+
+
+def answered(t: Turn) -> str | None:
+    """Why the answer the user saw is no answer (None: it is one)."""
+    if t.end != "stream_end":
+        return f"the turn ended with {t.end}"
+    text = t.final.strip()
+    if not text:
+        return "an empty answer"
+    if REFUSALS.match(text):
+        return "a refusal"
+    if '"name"' in text and ('"arguments"' in text or '"parameters"' in text) or '"action"' in text:
+        return "a raw tool call or decision"
+    return None
+
+
+def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed: frozenset[str] = frozenset()) -> Outcome:
+    problems = [why for ok, why in checks if not ok]
+    for t in turns:
+        bad = answered(t)
+        if bad:
+            problems.append(f"the answer is {bad}")
+    detail = "; ".join(problems) or "ok"
+    brief = " | ".join(t.brief() for t in turns)
+    return _done(start, not problems, f"{detail}; {brief}", *turns, allowed=allowed)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    intent: str
+    phrasing: int  # 0..3
+    text: str  # the request; {v} is the run's distinctive value where the intent has one
+    run: Callable[[Env, str], Awaitable[Outcome]]
+
+    @property
+    def name(self) -> str:
+        return f"{self.intent}#{self.phrasing + 1}"
+
+    @property
+    def split(self) -> str:
+        return SPLIT[self.phrasing]
+
+
+SPLIT = ("dev", "dev", "test", "test")  # by phrasing index, the same for every intent
+
+
+def _clock() -> float:
+    import time
+
+    return time.monotonic()
+
+
+# -- the intents --------------------------------------------------------------------------------
+
+async def greeting(env: Env, text: str) -> Outcome:
+    start = _clock()
+    t = await turn(env, new_session(env, "greeting"), text)
+    return verdict(start, [(not t.started, "a tool ran for a greeting")], t)
+
+
+QUESTIONS = {"What is the capital of France?": ("paris",),
+             "How many legs does a spider have?": ("8", "eight"),
+             "Which planet is known as the Red Planet?": ("mars",),
+             "At what temperature in Celsius does water boil at sea level?": ("100",)}
+
+
+async def plain_question(env: Env, text: str) -> Outcome:
+    start = _clock()
+    t = await turn(env, new_session(env, "question"), text)
+    want = QUESTIONS[text]
+    return verdict(start, [(any(w in t.final.lower() for w in want), f"the answer lacks {want[0]!r}"),
+                           (not t.started, "a tool ran for a general-knowledge question")], t)
+
+
+async def date_time(env: Env, text: str) -> Outcome:
+    start = _clock()
+    t = await turn(env, new_session(env, "time"), text)
+    calls = [c for c in t.calls("get_current_datetime") if c["success"]]
+    forms: set[str] = set()
+    if calls:
+        match = re.search(r"UTC: (\S+)", calls[0]["result"])
+        if match:
+            when = datetime.fromisoformat(match.group(1))
+            forms = _clock_forms(match.group(1)) | {f"{when:%A}", f"{when:%Y-%m-%d}", f"{when:%B} {when.day}",
+                                                    f"{when.day} {when:%B}"}
+    shown = t.final.lower()
+    return verdict(start, [(bool(calls), "no successful get_current_datetime call"),
+                           (any(f.lower() in shown for f in forms), f"the answer has none of {sorted(forms)[:4]}")],
+                   t, allowed=frozenset())
+
+
+def _write(env: Env, sid: str, name: str, content: str) -> None:
+    folder = env.session_files / sid
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(content)
+
+
+async def read_file(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "read a file")
+    code = f"HERON-{random.randint(100, 999)}"
+    _write(env, sid, "project.txt", f"Project notes\nThe project codename is {code}.\nThe deadline is March 3.\n")
+    t = await turn(env, sid, text)
+    read = [c for c in t.calls("filesystem") if c["success"] and code in c["result"]]
+    return verdict(start, [(bool(read), "project.txt was not read"), (code in t.final, f"the answer lacks {code}")],
+                   t, allowed=frozenset({"filesystem"}))
+
+
+AUTHORS = ["Miriam Okafor", "Tobias Lindqvist", "Ana Beltrán", "Kenji Watanabe", "Priya Raman"]
+
+
+async def file_question(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "file question")
+    author = AUTHORS[env.run % len(AUTHORS)]
+    _write(env, sid, "report.txt", f"Quarterly report\nAuthor: {author}\nRevenue grew by 4 %.\n")
+    t = await turn(env, sid, text)
+    read = [c for c in t.calls("filesystem") if c["success"] and author in c["result"]]
+    surname = author.split()[-1]
+    return verdict(start, [(bool(read), "report.txt was not read"), (surname in t.final, f"the answer lacks {surname}")],
+                   t, allowed=frozenset({"filesystem"}))
+
+
+async def write_file(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "write a file")
+    t = await turn(env, sid, text)
+    path = env.session_files / sid / "shopping.txt"
+    content = path.read_text().lower() if path.exists() else ""
+    items = [w for w in ("milk", "eggs", "bread") if w in content]
+    return verdict(start, [(path.exists(), "shopping.txt was not written"),
+                           (len(items) == 3, f"shopping.txt has only {items}")], t, allowed=frozenset({"filesystem"}))
+
+
+async def note(env: Env, text: str) -> Outcome:
+    start = _clock()
+    number = str(random.randint(1000, 9999))
+    t = await turn(env, new_session(env, "note"), text.replace("{v}", number))
+    found = [n for n in _notes(env) if number in n["text"]]
+    return verdict(start, [(bool(found), f"no note with {number}")], t, allowed=frozenset({"user_notes"}))
+
+
+SERVER_NAMES = ["atlas", "boreas", "cygnus", "draco", "electra", "fornax", "gemini", "hydra", "izar", "juno"]
+
+
+async def remember(env: Env, text: str) -> Outcome:
+    start = _clock()
+    known = " ".join(f"{f['key']} {f['value']}" for f in get(env, "/memory/facts?limit=100")["items"]).lower()
+    known += " " + (get(env, "/memory/summary")["summary"] or "").lower()
+    name = next((n for n in SERVER_NAMES if n not in known), f"orion{random.randint(10, 99)}")
+    t1 = await turn(env, new_session(env, "remember"), text.replace("{v}", name))
+    facts = await poll(lambda: [f for f in get(env, "/memory/facts?limit=100")["items"]
+                                if name in f["value"].lower() or name in f["key"].lower()], timeout=10)
+    if not facts:
+        return verdict(start, [(False, f"no memory fact naming {name}")], t1, allowed=frozenset({"memory_save"}))
+    await poll(lambda: name in get(env, "/memory/summary")["summary"].lower(), timeout=240, every=3)
+    t2 = await turn(env, new_session(env, "recall a fact"), "What is my server called?")
+    return verdict(start, [(name in t2.final.lower(), f"the new session did not know {name}")], t1, t2,
+                   allowed=frozenset({"memory_save"}))
+
+
+def _recall(env: Env, sid: str) -> dict[str, Any] | None:
+    recall = get(env, f"/sessions/{sid}/recall")
+    return recall if recall and recall.get("id") else None
+
+
+async def remind_once(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "reminder")
+    asked = datetime.now(UTC)
+    t = await turn(env, sid, text)
+    recall = _recall(env, sid)
+    if recall is None:
+        return verdict(start, [(False, "no recall")], t, allowed=frozenset({"schedule_recall"}))
+    env.navi.request("DELETE", f"/sessions/{sid}/recall")  # must not fire during the rest of the run
+    minutes = (datetime.fromisoformat(recall["trigger_at"]) - asked).total_seconds() / 60
+    said = recall["additional_context_message"].lower()
+    return verdict(start, [(recall.get("call_type") == "once", f"a {recall.get('call_type')} recall"),
+                           (2.0 <= minutes <= 5.0, f"due in {minutes:.1f} min"),
+                           ("stretch" in said, f"the instruction {said[:80]!r} lacks 'stretch'")],
+                   t, allowed=frozenset({"schedule_recall"}))
+
+
+async def remind_every(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "recurring reminder")
+    t = await turn(env, sid, text)
+    recall = _recall(env, sid)
+    if recall is None:
+        return verdict(start, [(False, "no recall")], t, allowed=frozenset({"schedule_recall"}))
+    env.navi.request("DELETE", f"/sessions/{sid}/recall")
+    interval = recall.get("interval_seconds") or 0
+    said = recall["additional_context_message"].lower()
+    return verdict(start, [(recall.get("call_type") == "recurring", f"a {recall.get('call_type')} recall"),
+                           (1800 <= interval <= 7200, f"every {interval} s"),
+                           ("water" in said, f"the instruction {said[:80]!r} lacks 'water'")],
+                   t, allowed=frozenset({"schedule_recall"}))
+
+
+async def todo_list(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "todo")
+    t = await turn(env, sid, text)
+    try:
+        steps = json.loads((env.session_files / sid / ".navi" / "todo.json").read_text())
+    except (OSError, ValueError):
+        steps = []
+    steps = steps.get("steps", steps) if isinstance(steps, dict) else steps
+    titles = " ".join(str(s.get("title", "")) for s in steps if isinstance(s, dict)).lower()
+    return verdict(start, [(len(steps) >= 2, f"{len(steps)} todo steps"),
+                           ("stamp" in titles and "letter" in titles, f"the steps {titles[:80]!r}")],
+                   t, allowed=frozenset({"todo"}))
+
+
+async def subagent(env: Env, text: str) -> Outcome:
+    start = _clock()
+    sid = new_session(env, "subagent")
+    number = str(random.randint(1000, 9999))
+    _write(env, sid, "facts.txt", f"The magic number is {number}.\n")
+    t = await turn(env, sid, text)
+    spawned = [c for c in t.calls("spawn_agent") if c["success"]]
+    return verdict(start, [(bool(spawned), "no subagent"), (number in t.final, f"the answer lacks {number}")],
+                   t, allowed=frozenset({"spawn_agent", "filesystem"}))
+
+
+PHRASINGS: dict[str, tuple[Callable[[Env, str], Awaitable[Outcome]], tuple[str, str, str, str]]] = {
+    "greeting": (greeting, ("Hi!", "Good morning, Navi.", "Hey there, how's it going?", "Hello :)")),
+    "plain_question": (plain_question, tuple(QUESTIONS)),  # type: ignore[dict-item]
+    "date_time": (date_time, ("What time is it right now (UTC)?", "What day of the week is it today?",
+                              "Can you tell me today's date?", "Do you know the current time?")),
+    "read_file": (read_file, ("Read the file project.txt and tell me the project codename.",
+                              "What's the codename mentioned in project.txt?",
+                              "Open project.txt — which code name does it give for the project?",
+                              "Look inside project.txt and give me the project's code name.")),
+    "file_question": (file_question, ("Who wrote report.txt?", "Who is the author of report.txt?",
+                                      "report.txt: whose report is that?",
+                                      "Check report.txt and tell me who wrote it.")),
+    "write_file": (write_file, ("Write milk, eggs and bread into shopping.txt, one per line.",
+                                "Create a file named shopping.txt that lists milk, eggs and bread.",
+                                "Put a shopping list in shopping.txt: milk, eggs, bread.",
+                                "Save milk, eggs and bread to a file called shopping.txt.")),
+    "note": (note, ("Note down: call the plumber about invoice {v}.", "Jot this down: plumber, invoice {v}.",
+                    "Add a note that I have to call the plumber about invoice {v}.",
+                    "Please make a note: ring the plumber regarding invoice {v}.")),
+    "remember": (remember, ("Remember that my server is called {v}.", "Please keep in mind that my server's name is {v}.",
+                            "For future reference, my server is named {v}.", "Don't forget: the server I use is called {v}.")),
+    "remind_once": (remind_once, ("Remind me in 3 minutes to stretch my legs.", "In 3 minutes, ping me to stretch my legs.",
+                                  "Set a reminder for 3 minutes from now: stretch my legs.",
+                                  "Can you nudge me in three minutes to get up and stretch?")),
+    "remind_every": (remind_every, ("Remind me every hour to drink water.", "Every 60 minutes, remind me to drink some water.",
+                                    "Please remind me hourly to drink a glass of water.",
+                                    "Set up a recurring reminder, once an hour, to drink water.")),
+    "todo": (todo_list, ("Make a todo list with two steps: buy stamps, post the letter.",
+                         "Put these on my checklist: buy stamps, then post the letter.",
+                         "Create a to-do list: 1) buy stamps 2) post the letter",
+                         "Start a task list for me with 'buy stamps' and 'post the letter'.")),
+    "subagent": (subagent, ("Use a subagent to read facts.txt and tell me the magic number.",
+                            "Delegate reading facts.txt to a helper agent and tell me the magic number it finds.",
+                            "Spawn a helper to look up the magic number in facts.txt.",
+                            "Have a sub-agent open facts.txt and report the magic number.")),
+}
+
+TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
+                     for intent, (run, texts) in PHRASINGS.items() for i, text in enumerate(texts)]
+
+
+def tasks(half: str = "both") -> list[Task]:
+    """The tasks of ``half`` ("dev", "test" or "both"), in a fixed order."""
+    if half not in ("dev", "test", "both"):
+        raise ValueError(f"unknown half {half!r}: use dev, test or both")
+    return [t for t in TASKS if half == "both" or t.split == half]
