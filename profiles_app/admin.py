@@ -11,7 +11,8 @@ class AgentProfileAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("id", "name", "is_active", "system_prompt")}),
         ("Model", {"fields": ("llm_backend", "model", "temperature", "max_iterations")}),
-        ("Tools", {"fields": ("enabled_tools", "allow_dangerous_tools_for_users", "scratchpad_sections")}),
+        ("Tools", {"fields": ("enabled_tools", "tool_calling", "prompt_budget_tokens", "allow_dangerous_tools_for_users",
+                              "scratchpad_sections")}),
         ("Skills", {"fields": ("enabled_skills",)}),
         ("Planning", {"fields": ("planning_enabled", "planning_phase2_enabled")}),
         (

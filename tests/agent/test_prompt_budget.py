@@ -119,3 +119,15 @@ async def test_the_default_profile_fits_2000_tokens_with_every_tool_reachable(ag
     sent = tool_names(request)
     assert len(enabled) >= 19
     assert all(name in sent or f"{name}: " in finder(request) for name in enabled)
+
+
+def test_the_admin_edits_a_profiles_tool_calling_and_prompt_budget(client) -> None:
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("boss", "boss@example.org", "pw-long-enough-1")
+    client.force_login(admin)
+    page = client.get("/admin/agent/agentprofile/secretary/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'name="tool_calling"' in html and 'name="prompt_budget_tokens"' in html
+    assert 'value="2000"' in html and "Constrained" in html
