@@ -15,6 +15,7 @@ app.conf.beat_schedule = {
     "memory-process-stale": {"task": "memory.process_stale_sessions", "schedule": 300.0},
     "recall-sweep": {"task": "recall.sweep", "schedule": 5.0},
     "purge-session-files": {"task": "sessions.purge_files", "schedule": 3600.0},
+    "notify-sweep": {"task": "notify.sweep", "schedule": 300.0},
 }
 
 

@@ -77,6 +77,10 @@ def _url(*schemes: str) -> Callable[[str, str], str]:
     return parse
 
 
+def _optional_url(name: str, raw: str) -> str:
+    return _url("http", "https")(name, raw) if raw.strip() else ""
+
+
 def _level(name: str, raw: str) -> str:
     value = raw.strip().upper()
     if value not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -176,6 +180,27 @@ VARIABLES: tuple[Var, ...] = (
     Var("RECALL_SWEEP_GRACE_SECONDS", "2", _float(0), "The beat sweep fires recalls overdue by more than this"),
     Var("RECALL_ETA_HORIZON_SECONDS", "3000", _int(60),
         "Recalls due within this get a Celery ETA task; later ones are fired by the sweep"),
+    # Notifications (e-mail settings are Django's own)
+    Var("NAVI_PUBLIC_URL", "", _optional_url, "Navi's address as users reach it (links in e-mails, Telegram and "
+        "push); empty: http://NAVI_HOST:NAVI_PORT"),
+    Var("NOTIFY_LONG_TURN_SECONDS", "60", _float(1), "A turn longer than this that ends while no tab shows it "
+        "notifies its user"),
+    Var("NOTIFY_RETRY_BASE_SECONDS", "30", _float(0.01), "First retry of a failed delivery (SMTP down, ...) after "
+        "this; doubled after every failure"),
+    Var("NOTIFY_RETRY_MAX_SECONDS", "3600", _float(0.01), "Longest wait between two attempts of a delivery"),
+    Var("NOTIFY_MAX_ATTEMPTS", "6", _int(1), "Attempts of a delivery before it is given up"),
+    Var("WEBPUSH_CONTACT", "", _str, "Contact the push services see in VAPID (mailto:you@example.org or an https "
+        "URL); empty: mailto:DEFAULT_FROM_EMAIL"),
+    Var("WEBPUSH_ALLOW_PRIVATE_ENDPOINTS", "false", _bool, "Accept push endpoints on loopback/LAN addresses and "
+        "plain http (development and tests only)"),
+    Var("EMAIL_HOST", "", _str, "SMTP server for e-mail notifications (empty: no e-mail)"),
+    Var("EMAIL_PORT", "25", _int(1), "SMTP port (587 with EMAIL_USE_TLS, 465 with EMAIL_USE_SSL)"),
+    Var("EMAIL_HOST_USER", "", _str, "SMTP user name (empty: no login)"),
+    Var("EMAIL_HOST_PASSWORD", "", _str, "SMTP password"),
+    Var("EMAIL_USE_TLS", "false", _bool, "STARTTLS after connecting"),
+    Var("EMAIL_USE_SSL", "false", _bool, "Implicit TLS from the start"),
+    Var("EMAIL_TIMEOUT", "20", _float(0.1), "Seconds an SMTP connection or command may take"),
+    Var("DEFAULT_FROM_EMAIL", "navi@localhost", _str, "Sender address of Navi's e-mails"),
     # Server
     Var("SECRET_KEY", "", _str, "Django secret key (generated into data/secret_key when empty)"),
     Var("DEBUG", "false", _bool, "Django debug mode (never in production)"),
@@ -213,6 +238,9 @@ def load(environ: Mapping[str, str] | None = None, dotenv_path: Path | None = No
         values[var.name] = var.parse(var.name, var.default if raw is None else raw)
     _check_persona_file(values)
     _check_database_url(values)
+    if values["EMAIL_USE_TLS"] and values["EMAIL_USE_SSL"]:
+        raise ConfigError("EMAIL_USE_TLS and EMAIL_USE_SSL are both true: choose one (TLS for port 587, "
+                          "SSL for port 465).")
     return values
 
 
@@ -247,7 +275,7 @@ def _check_database_url(values: dict[str, Any]) -> None:
 _SECTIONS = {
     "OLLAMA_HOST": "LLM", "CONTEXT_COMPRESSION_ENABLED": "Context compression",
     "FS_ALLOWED_PATHS": "Security / sandboxing", "NAVI_PERSONA": "Persona", "DATABASE_URL": "Storage and files",
-    "MEMORY_IDLE_MINUTES": "Memory and recalls", "SECRET_KEY": "Server", "LOG_LEVEL": "Logging",
+    "MEMORY_IDLE_MINUTES": "Memory and recalls", "NAVI_PUBLIC_URL": "Notifications", "SECRET_KEY": "Server", "LOG_LEVEL": "Logging",
 }
 
 

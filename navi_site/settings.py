@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "recall_app",
     "tools_app",
     "skills_app",
+    "notify_app",
 ]
 
 MIDDLEWARE = [

@@ -3,6 +3,7 @@ from django.urls import path
 
 from navi_site import views
 from navi_site.api import api
+from notify_app.views import service_worker
 
 admin.site.site_header = "Navi administration"
 admin.site.site_title = "Navi admin"
@@ -13,6 +14,7 @@ urlpatterns = [
     path("skills/", views.skills_page, name="skills"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.logout_view, name="logout"),
+    path("sw.js", service_worker, name="service-worker"),
     path("admin/", admin.site.urls),
     path("", api.urls),
 ]

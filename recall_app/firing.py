@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import structlog
@@ -29,7 +30,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agent import ctx
-from recall_app import enqueue, headless, notify
+from recall_app import enqueue, headless, notify, signals
 from recall_app.models import Recall, RecallRun
 from recall_app.services import next_occurrence
 from sessions_app.models import Session
@@ -209,13 +210,16 @@ def _message_range(run: RecallRun, session_id: str) -> tuple[int | None, int | N
 
 
 def _record_run(claim_token: str, run_id: int | None, *, outcome: str, error: str, now: datetime,
-                session_id: str) -> None:
+                session_id: str) -> int | None:
+    """Finish the claim's run row(s); returns the (last) run's id."""
     qs = RecallRun.objects.filter(pk=run_id) if run_id else RecallRun.objects.filter(
         claim_token=claim_token, finished_at__isnull=True)
     for run in qs:
+        run_id = run.pk
         run.first_message_seq, run.last_message_seq = _message_range(run, session_id)
         run.outcome, run.error, run.finished_at = outcome, error[:4000], now
         run.save(update_fields=["first_message_seq", "last_message_seq", "outcome", "error", "finished_at"])
+    return run_id
 
 
 def _apply_result(recall: Recall, *, outcome: str, now: datetime) -> str:
@@ -256,16 +260,23 @@ def finish_claim(*, recall_id: str, token: str, run_id: int | None, outcome: str
         recall = Recall.objects.select_for_update().filter(pk=recall_id).first()
         session_id = str(recall.session_id) if recall else ""
         run_outcome = RecallRun.Outcome.DEFERRED if outcome == "busy" else outcome
-        _record_run(token, run_id, outcome=run_outcome, error=error, now=now, session_id=session_id)
+        run_id = _record_run(token, run_id, outcome=run_outcome, error=error, now=now, session_id=session_id)
         if recall is None or recall.status != Recall.Status.FIRING or recall.claim_token != token:
             return None
         if outcome == "busy":
             action: str | None = "rescheduled" if _defer(recall, now=now, token=token) else None
         else:
             action = _save_result(recall, outcome=outcome, now=now)
+            transaction.on_commit(partial(
+                signals.send_run_finished, recall_id=str(recall.pk), session_id=session_id,
+                owner_id=_owner_id(session_id), outcome=run_outcome, error=error, run_id=run_id), robust=True)
     log.info("recall_finished", recall_id=recall_id, outcome=outcome, action=action,
              trigger_at=recall.trigger_at.isoformat())
     return action
+
+
+def _owner_id(session_id: str) -> int | None:
+    return Session.objects.filter(pk=session_id).values_list("owner_id", flat=True).first()
 
 
 def _fire_claimed(claim: Claim) -> str:

@@ -45,9 +45,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from navi_site.errors import NotFound
-from sessions_app import eventjson
+from sessions_app import eventjson, presence
 from sessions_app.bus import group_name
-from sessions_app.frames import FrameError, MessageFrame, TokenBucket, parse_frame
+from sessions_app.frames import FrameError, MessageFrame, StopFrame, TokenBucket, parse_frame
 
 log = structlog.get_logger(__name__)
 
@@ -200,6 +200,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         # Join before accepting, so no event published after the handshake is missed.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        self.visible = True  # until the page says otherwise (a script's socket counts as watching)
+        await self._presence()
         await self.on_joined()
         # After the replay or session_sync: a slow log read must not put a heartbeat first.
         self.heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
@@ -275,6 +277,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 task.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await presence.aleave(self.session_id, self.channel_name)
+            except Exception:  # noqa: BLE001 - the entry expires on its own
+                self.log.warning("ws_presence_failed", exc_info=True)
+
+    async def _presence(self) -> None:
+        """Tell ``sessions_app.presence`` this client watches (and whether its page is visible)."""
+        self.presence_at = time.monotonic()
+        try:
+            await presence.aset(self.session_id, self.channel_name, visible=self.visible)
+        except Exception:  # noqa: BLE001 - presence only decides whether to notify
+            self.log.warning("ws_presence_failed", exc_info=True)
 
     # -- outbound --------------------------------------------------------------------------
 
@@ -375,9 +389,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def _heartbeat(self) -> None:
         interval = float(settings.WS_HEARTBEAT_SECONDS)
         while True:
-            wait = self.last_sent + interval - time.monotonic()
+            if time.monotonic() - self.presence_at >= presence.REFRESH_S:
+                await self._presence()
+            wait = min(self.last_sent + interval, self.presence_at + presence.REFRESH_S) - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
+                continue
+            if time.monotonic() < self.last_sent + interval:
                 continue
             try:
                 await self.send_json({"type": "heartbeat"})
@@ -405,8 +423,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(frame, MessageFrame):
             await self._message(frame)
-        else:
+        elif isinstance(frame, StopFrame):
             await self._stop()
+        elif frame.visible != self.visible:
+            self.visible = frame.visible
+            await self._presence()
 
     async def _message(self, frame: MessageFrame) -> None:
         from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry

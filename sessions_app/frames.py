@@ -104,11 +104,20 @@ class StopFrame(BaseModel):
     type: Literal["stop"]
 
 
-_FRAME = TypeAdapter(Annotated[MessageFrame | StopFrame, Field(discriminator="type")])
-KNOWN_TYPES = ("message", "stop")
+class VisibilityFrame(BaseModel):
+    """The page was hidden or shown (``document.visibilityState``): notifications use it."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["visibility"]
+    visible: bool
 
 
-def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> MessageFrame | StopFrame:
+Frame = MessageFrame | StopFrame | VisibilityFrame
+_FRAME = TypeAdapter(Annotated[Frame, Field(discriminator="type")])
+KNOWN_TYPES = ("message", "stop", "visibility")
+
+
+def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> Frame:
     """Parse one inbound frame. Raises FrameError with a message a person can act on."""
     if data is not None and text is None:
         raise FrameError("Binary frames are not supported: send JSON text frames such as "
@@ -126,7 +135,7 @@ def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> Mess
         raise FrameError('The frame must be a JSON object such as {"type": "message", "content": "..."}.')
     kind = payload.get("type")
     if kind not in KNOWN_TYPES:
-        raise FrameError(f"Unknown frame type {str(kind)[:40]!r}: use \"message\" or \"stop\".")
+        raise FrameError(f"Unknown frame type {str(kind)[:40]!r}: use \"message\", \"stop\" or \"visibility\".")
     try:
         return _FRAME.validate_python(payload)
     except ValidationError as exc:
@@ -134,7 +143,7 @@ def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> Mess
 
 
 def _describe(err: Any) -> str:
-    where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("message", "stop")) or "frame"
+    where = ".".join(str(p) for p in err.get("loc", ()) if p not in KNOWN_TYPES) or "frame"
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     if err.get("type") == "missing":
         msg = "is required"

@@ -6,16 +6,34 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import structlog
 from django.db.models import QuerySet
 
 from sessions_app.models import Session
+
+log = structlog.get_logger(__name__)
 
 _created_hooks: list[Callable[[Session], None]] = []
 _flag_providers: list[Callable[[list[uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]] = []
 _filters: dict[str, Callable[[QuerySet[Session], Any], QuerySet[Session]]] = {}
 _turn_finished: list[Callable[[str], None]] = []
+_turn_ended: list[Callable[[TurnEnded], None]] = []
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnEnded:
+    """How a turn of the run registry ended (``outcome``: success, max_iterations, stopped, error: …)."""
+
+    session_id: str
+    user_id: int | None
+    is_recall: bool
+    outcome: str
+    content: str
+    seconds: float
 
 
 def on_session_created(hook: Callable[[Session], None]) -> None:
@@ -29,9 +47,22 @@ def on_turn_finished(hook: Callable[[str], None]) -> None:
         _turn_finished.append(hook)
 
 
-def run_turn_finished_hooks(session_id: str) -> None:
-    for hook in _turn_finished:
-        hook(session_id)
+def on_turn_ended(hook: Callable[[TurnEnded], None]) -> None:
+    """``hook(TurnEnded)`` runs (in a thread, may use the ORM) after every turn, with its outcome."""
+    if hook not in _turn_ended:
+        _turn_ended.append(hook)
+
+
+def run_turn_finished_hooks(session_id: str, ended: TurnEnded | None = None) -> None:
+    """Run every hook; one that fails is logged and does not keep the others from running."""
+    calls: list[partial[None]] = [partial(hook, session_id) for hook in _turn_finished]
+    if ended is not None:
+        calls += [partial(ended_hook, ended) for ended_hook in _turn_ended]
+    for call in calls:
+        try:
+            call()
+        except Exception:
+            log.exception("turn_finished_hook_failed", session_id=session_id, hook=repr(call.func))
 
 
 def add_flag_provider(provider: Callable[[list[uuid.UUID]], dict[uuid.UUID, dict[str, Any]]]) -> None:

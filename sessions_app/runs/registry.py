@@ -206,7 +206,7 @@ class RunRegistry:
                 run.done.set_result(result)
         if result.first_turn_succeeded:
             await _safe(_after_first_turn(sid))
-        await _safe(_turn_finished(sid))
+        await _safe(_turn_finished(run, result))
 
     async def _pump(self, run: Run, writer: EventWriter) -> TurnResult:
         """Feed the agent's events to the writer, in this task.
@@ -354,12 +354,16 @@ async def _after_first_turn(session_id: str) -> None:
     await hooks.schedule_title(session_id)
 
 
-async def _turn_finished(session_id: str) -> None:
+async def _turn_finished(run: Run, result: TurnResult) -> None:
     from channels.db import database_sync_to_async
 
-    from sessions_app.hooks import run_turn_finished_hooks
+    from sessions_app.hooks import TurnEnded, run_turn_finished_hooks
 
-    await database_sync_to_async(run_turn_finished_hooks)(session_id)
+    req = run.request
+    ended = TurnEnded(session_id=req.session_id, user_id=req.user_id, is_recall=req.is_recall,
+                      outcome=result.outcome, content=result.content,
+                      seconds=time.monotonic() - run.started_at)
+    await database_sync_to_async(run_turn_finished_hooks)(req.session_id, ended)
 
 
 async def _drain(stream: Any) -> None:

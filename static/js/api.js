@@ -83,6 +83,13 @@ export const api = {
     if (replace) form.append("replace", "true");
     return request("POST", "/skills", form);
   },
+  notifySettings: () => request("GET", "/notifications/settings"),
+  putNotifySettings: (body) => request("PUT", "/notifications/settings", body),
+  notifyTest: () => request("POST", "/notifications/test"),
+  pushSubscribe: (subscription) => request("POST", "/notifications/push/subscriptions", subscription),
+  pushUnsubscribe: (endpoint) => request("DELETE", "/notifications/push/subscriptions", { endpoint }),
+  telegramLinkCode: () => request("POST", "/telegram/link-code"),
+  telegramUnlink: (id) => request("DELETE", `/telegram/links/${enc(id)}`),
 
   /** Upload with progress (fetch has no upload progress): resolves with the server's file object. */
   uploadFile(id, file, onProgress) {

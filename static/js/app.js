@@ -4,6 +4,7 @@ import { api } from "./api.js";
 import * as chat from "./chat.js";
 import { initComposer, focusInput } from "./composer.js";
 import { initHeader, profileChips } from "./header.js";
+import { initNotifySettings } from "./notify_settings.js";
 import { initRecall } from "./recall.js";
 import { initSidebar, refresh as refreshSessions, toggleDrawer } from "./sidebar.js";
 import { on, set, store } from "./store.js";
@@ -55,6 +56,7 @@ async function main() {
     filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"),
   });
   initRecall($("recall-banner"));
+  initNotifySettings($("notify-settings"));
   initComposer({
     form: $("composer"), input: $("composer-input"), sendButton: $("send-button"), stopButton: $("stop-button"),
     imageButton: $("image-button"), fileButton: $("file-button"), imageInput: $("image-input"),

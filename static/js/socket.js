@@ -24,6 +24,13 @@ export class SessionSocket {
     this.disposed = false;
     this.onlineHandler = () => this.reconnectNow();
     window.addEventListener("online", this.onlineHandler);
+    // The server notifies (push, Telegram) about what a hidden or closed tab would miss.
+    this.visibilityHandler = () => this.sendVisibility();
+    document.addEventListener("visibilitychange", this.visibilityHandler);
+  }
+
+  sendVisibility() {
+    this.send({ type: "visibility", visible: document.visibilityState === "visible" });
   }
 
   url() {
@@ -46,6 +53,7 @@ export class SessionSocket {
     ws.addEventListener("open", () => {
       if (ws !== this.ws) return;
       this.attempt = 0;
+      if (document.visibilityState !== "visible") this.sendVisibility();
       this.handlers.onState("open");
     });
     ws.addEventListener("message", (e) => {
@@ -118,6 +126,7 @@ export class SessionSocket {
     this.disposed = true;
     clearTimeout(this.timer);
     window.removeEventListener("online", this.onlineHandler);
+    document.removeEventListener("visibilitychange", this.visibilityHandler);
     if (this.ws) {
       const ws = this.ws;
       this.ws = null;

@@ -92,6 +92,7 @@ def browser_navi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNavi]
     try:
         live = start_live_navi(tmp_path_factory.mktemp("browser-live"), {
             "OLLAMA_HOST": fake.url, "OPENAI_BASE_URL": fake.url + "/v1", "SESSION_FILES_MAX_SIZE_MB": "1",
+            "WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "true",  # the local push service of test_notify.py
         })
         yield live
         live.stop()

@@ -60,8 +60,11 @@ class ApiClient:
     def patch(self, path: str, json: Any = None, **kw: Any) -> Any:
         return self._call("patch", path, json if json is not None else {}, **kw)
 
-    def delete(self, path: str, **kw: Any) -> Any:
-        return self._call("delete", path, **kw)
+    def put(self, path: str, json: Any = None, **kw: Any) -> Any:
+        return self._call("put", path, json if json is not None else {}, **kw)
+
+    def delete(self, path: str, json: Any = None, **kw: Any) -> Any:
+        return self._call("delete", path, json, **kw)
 
 
 @pytest.fixture

@@ -1,0 +1,88 @@
+"""Where notifications come from: the features' signals and hooks, turned into ``dispatch.notify``.
+
+* a recall run finished (its report's first lines) or failed — ``recall_app.signals``;
+* a long turn (NOTIFY_LONG_TURN_SECONDS) ended while no visible tab showed its session —
+  ``sessions_app.hooks.on_turn_ended`` and ``sessions_app.presence``.
+
+Each handler runs after the feature's own work is committed, in the thread that did it, and
+never raises into it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from django.conf import settings
+
+from notify_app import kinds
+from notify_app.dispatch import first_lines, notify
+
+log = structlog.get_logger(__name__)
+
+FINISHED_OUTCOMES = frozenset({"success", "max_iterations"})
+FAILED_OUTCOMES = frozenset({"error", "interrupted"})
+
+
+def connect() -> None:
+    from recall_app.signals import recall_run_finished
+    from sessions_app.hooks import on_turn_ended
+
+    recall_run_finished.connect(on_recall_finished, dispatch_uid="notify_app.recall_finished")
+    on_turn_ended(on_long_turn)
+
+
+def _session_title(session_id: str) -> str:
+    from sessions_app.models import Session
+
+    title = Session.objects.filter(pk=session_id).values_list("title", flat=True).first()
+    return title or "a conversation"
+
+
+def _report(session_id: str, run_id: int | None) -> str:
+    """The recall run's last answer (the report the agent ended with)."""
+    from recall_app.models import RecallRun
+    from sessions_app.models import Message
+
+    run = RecallRun.objects.filter(pk=run_id).first() if run_id else None
+    rows = Message.objects.filter(session_id=session_id, role=Message.Role.ASSISTANT).exclude(
+        buffer=Message.Buffer.CONTEXT).exclude(content__isnull=True).exclude(content="")
+    if run is not None and run.first_message_seq is not None:
+        rows = rows.filter(seq__gte=run.first_message_seq)
+        if run.last_message_seq is not None:
+            rows = rows.filter(seq__lte=run.last_message_seq)
+    return rows.order_by("-seq").values_list("content", flat=True).first() or ""
+
+
+def on_recall_finished(sender: Any, *, recall_id: str, session_id: str, owner_id: int | None, outcome: str,
+                       error: str = "", run_id: int | None = None, **_: Any) -> None:
+    if owner_id is None or not session_id:
+        return
+    title = _session_title(session_id)
+    key = f"recall-run:{run_id}" if run_id else ""
+    if outcome in FINISHED_OUTCOMES:
+        report = first_lines(_report(session_id, run_id)) or "It finished without a written report."
+        notify(user_id=owner_id, kind=kinds.RECALL_FINISHED, title=f"Recall finished · {title}", body=report,
+               session_id=session_id, data={"recall_id": recall_id}, dedupe_key=key)
+    elif outcome in FAILED_OUTCOMES:
+        reason = first_lines(error) or "The run ended without a result."
+        notify(user_id=owner_id, kind=kinds.RECALL_FAILED, title=f"Recall failed · {title}", body=reason,
+               session_id=session_id, data={"recall_id": recall_id}, dedupe_key=key)
+
+
+def on_long_turn(ended: Any) -> None:
+    """A turn that ran longer than NOTIFY_LONG_TURN_SECONDS and ended unseen. Recalls notify through
+    their own kinds; a stopped turn was stopped by someone who is looking."""
+    from sessions_app.presence import watching
+
+    if ended.is_recall or ended.user_id is None or ended.outcome == "stopped":
+        return
+    if ended.seconds < float(getattr(settings, "NOTIFY_LONG_TURN_SECONDS", 60)):
+        return
+    if watching(ended.session_id).visible:
+        return
+    title = _session_title(ended.session_id)
+    if ended.outcome.startswith("error"):
+        head, body = f"Navi's turn failed · {title}", first_lines(ended.outcome.partition(":")[2])
+    else:
+        head, body = f"Navi finished · {title}", first_lines(ended.content)
+    notify(user_id=ended.user_id, kind=kinds.LONG_TURN, title=head, body=body, session_id=ended.session_id)
