@@ -193,6 +193,12 @@ VARIABLES: tuple[Var, ...] = (
         "URL); empty: mailto:DEFAULT_FROM_EMAIL"),
     Var("WEBPUSH_ALLOW_PRIVATE_ENDPOINTS", "false", _bool, "Accept push endpoints on loopback/LAN addresses and "
         "plain http (development and tests only)"),
+    Var("TELEGRAM_BOT_TOKEN", "", _str, "Token of your Telegram bot (from @BotFather); empty: no Telegram"),
+    Var("TELEGRAM_API_URL", "https://api.telegram.org", _url("http", "https"),
+        "Bot API server (a self-hosted telegram-bot-api server, or a local stand-in in tests)"),
+    Var("TELEGRAM_EDIT_INTERVAL_SECONDS", "1.5", _float(0.05), "Fastest pace of the edits that stream a reply "
+        "(Telegram limits edits; a 429 answer's retry_after is always respected)"),
+    Var("TELEGRAM_POLL_TIMEOUT", "30", _int(0), "Long-polling timeout of getUpdates (seconds)"),
     Var("EMAIL_HOST", "", _str, "SMTP server for e-mail notifications (empty: no e-mail)"),
     Var("EMAIL_PORT", "25", _int(1), "SMTP port (587 with EMAIL_USE_TLS, 465 with EMAIL_USE_SSL)"),
     Var("EMAIL_HOST_USER", "", _str, "SMTP user name (empty: no login)"),

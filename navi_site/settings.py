@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "tools_app",
     "skills_app",
     "notify_app",
+    "telegram_app",
 ]
 
 MIDDLEWARE = [

@@ -168,6 +168,28 @@ def file_store(*, session: Session, request: Any) -> SessionFile:
     return row
 
 
+def file_store_bytes(*, session: Session, name: str, data: bytes, content_type: str = "") -> SessionFile:
+    """Record an upload that arrived as bytes (a file sent to the Telegram bot). Raises PayloadTooLarge."""
+    if len(data) > max_upload_bytes():
+        raise PayloadTooLarge(
+            f"The file is larger than the upload limit of {settings.SESSION_FILES_MAX_SIZE_MB} MB "
+            "(SESSION_FILES_MAX_SIZE_MB): split it or compress it."
+        )
+    directory = uploads_dir(session.id)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4().hex[:12]}_{sanitize_name(name or 'file')}"
+    with path.open("xb") as fh:
+        fh.write(data)
+    now = timezone.now()
+    row = SessionFile.objects.create(
+        session=session, original_name=(name or "file")[:255], stored_path=str(path.resolve()), size=len(data),
+        content_type=content_type[:200], created_at=now,
+        expires_at=now + timedelta(hours=int(settings.SESSION_FILES_TTL_HOURS)),
+    )
+    log.info("session_file_stored", session_id=str(session.id), file_id=str(row.id), size=row.size)
+    return row
+
+
 def file_list(*, session: Session) -> list[SessionFile]:
     return list(SessionFile.objects.filter(session=session, expires_at__gt=timezone.now()))
 

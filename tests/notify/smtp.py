@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import email.policy
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -21,6 +22,7 @@ class Received:
     sender: str
     recipients: list[str]
     message: EmailMessage
+    at: float = field(default_factory=time.time)  # wall clock of the arrival
 
     @property
     def subject(self) -> str:
@@ -57,8 +59,6 @@ class SmtpServer:
 
     def wait(self, count: int = 1, timeout: float = 20.0) -> list[Received]:
         """Block until ``count`` messages have arrived (the live tests' Celery sends them)."""
-        import time
-
         deadline = time.monotonic() + timeout
         while len(self.received) < count:
             left = deadline - time.monotonic()

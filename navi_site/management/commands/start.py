@@ -75,6 +75,11 @@ class Command(BaseCommand):
             wsoptions.configure_factory(server.ws_factory)
             register_server_loop(asyncio.get_event_loop())
             reactor.addSystemEventTrigger("before", "shutdown", begin_shutdown)
+            if settings.NAVI_MODE == "embedded":  # scale-out runs it as its own process (Procfile)
+                from telegram_app import runner
+
+                if runner.enabled():
+                    runner.start_in_server(asyncio.get_event_loop(), reactor)
             for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C and `kill` both stop cleanly
                 signal.signal(sig, lambda *_: reactor.callFromThread(reactor.stop))
             # Everything imported and built so far lives as long as the server: out of the
