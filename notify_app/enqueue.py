@@ -1,22 +1,10 @@
-"""Sending deliveries to the worker once the notification is committed (services never import tasks)."""
+"""Where the notify app enqueues its Celery tasks (by name: see navi_site.enqueue)."""
 from __future__ import annotations
 
-from functools import partial
-
-import structlog
-from django.db import transaction
-
-log = structlog.get_logger(__name__)
-
-
-def send_delivery(delivery_id: int, *, attempt: int = 0, countdown: float | None = None) -> None:
-    from notify_app.tasks import deliver
-
-    try:
-        deliver.apply_async(args=[delivery_id, attempt], countdown=countdown)
-    except Exception:  # noqa: BLE001 - the sweep sends it later
-        log.warning("notify_enqueue_failed", delivery_id=delivery_id, exc_info=True)
+from navi_site.enqueue import send_after_commit
 
 
 def on_commit_deliver(delivery_id: int) -> None:
-    transaction.on_commit(partial(send_delivery, delivery_id), robust=True)
+    """Send the first attempt of a delivery once the notification is committed (a failing broker is
+    logged; ``notify.sweep`` sends what was lost)."""
+    send_after_commit("notify.deliver", delivery_id, 0)

@@ -34,8 +34,13 @@ self.addEventListener("notificationclick", (event) => {
     const tab = windows.find((w) => new URL(w.url).origin === target.origin);
     if (tab) {
       await tab.focus();
-      if (tab.url !== target.href && "navigate" in tab) await tab.navigate(target.href);
-      return;
+      if (tab.url === target.href) return;
+      try {
+        await tab.navigate(target.href); // a tab this worker does not control refuses: open one instead
+        return;
+      } catch {
+        /* fall through */
+      }
     }
     await self.clients.openWindow(target.href);
   })());

@@ -103,7 +103,11 @@ def test_the_task_schedules_the_retry(mail_user, settings, monkeypatch, django_c
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(tasks.deliver, "apply_async", lambda **kw: sent.append(kw))
+
+    def record(args: Any = (), kwargs: Any = None, **options: Any) -> None:
+        sent.append({"args": list(args), "countdown": options.get("countdown")})
+
+    monkeypatch.setattr(tasks.deliver, "apply_async", record)
     with django_capture_on_commit_callbacks(execute=True):
         delivery = _email_delivery(mail_user)
     assert tasks.deliver.apply(args=[delivery.pk, 0]).get() == "retry"

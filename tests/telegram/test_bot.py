@@ -180,3 +180,18 @@ def test_an_unlinked_chat_loses_access(telegram_navi, bot_api, fake_ollama):
     bot_api.wait_reply(chat, "not linked to a Navi account")
     time.sleep(0.3)
     assert fake_ollama.chat_requests == []
+
+
+def test_the_first_run_made_the_web_push_key_in_the_data_directory(telegram_navi):
+    from pathlib import Path
+
+    from cryptography.hazmat.primitives import serialization
+    from py_vapid import Vapid
+
+    from tests.notify.pushserver import b64url
+
+    pem = Path(telegram_navi.env["NAVI_DATA_DIR"]) / "vapid_private.pem"
+    assert pem.is_file()
+    key = Vapid.from_file(str(pem)).public_key.public_bytes(serialization.Encoding.X962,
+                                                            serialization.PublicFormat.UncompressedPoint)
+    assert telegram_navi.request("GET", "/notifications/push/key")[1] == {"public_key": b64url(key)}

@@ -43,6 +43,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not no_migrate:
             call_command("migrate", interactive=False, verbosity=0)
+        from notify_app.vapid import vapid
+
+        vapid()  # the Web Push key pair: made on the first run, kept in the data directory
         embedded = None
         if settings.NAVI_MODE == "embedded" and not no_worker:
             from navi_site.embedded import EmbeddedCelery
