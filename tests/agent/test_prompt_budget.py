@@ -124,9 +124,12 @@ async def test_the_default_profile_fits_2000_tokens_with_every_tool_reachable(ag
 def test_the_admin_edits_a_profiles_tool_calling_and_prompt_budget(client) -> None:
     from django.contrib.auth import get_user_model
 
+    from profiles_app.models import AgentProfile
+
+    AgentProfile.objects.update_or_create(id="budgeted", defaults={"name": "Budgeted"})
     admin = get_user_model().objects.create_superuser("boss", "boss@example.org", "pw-long-enough-1")
     client.force_login(admin)
-    page = client.get("/admin/agent/agentprofile/secretary/change/")
+    page = client.get("/admin/agent/agentprofile/budgeted/change/")
     assert page.status_code == 200
     html = page.content.decode()
     assert 'name="tool_calling"' in html and 'name="prompt_budget_tokens"' in html
