@@ -131,3 +131,23 @@ def test_no_email_channel_without_smtp_settings_or_address(user, settings):
     user.save()
     notification = notify(user_id=user.pk, kind=kinds.RECALL_FAILED, title="t")
     assert kinds.EMAIL not in {d.channel for d in notification.deliveries.all()}
+
+
+def test_the_sweep_resends_a_delivery_whose_task_was_lost(mail_user, settings, monkeypatch):
+    """A restart drops the in-memory broker's countdowns: the beat sweep sends what waited too long."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from notify_app import tasks
+
+    settings.NOTIFY_RETRY_MAX_SECONDS = 60
+    settings.EMAIL_HOST = "127.0.0.1"
+    fresh, lost = _email_delivery(mail_user), _email_delivery(mail_user)
+    Delivery.objects.filter(pk=lost.pk).update(attempts=2)
+    Delivery.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(seconds=400))  # > 60 + 300
+    sent: list[list[Any]] = []
+    monkeypatch.setattr(tasks.deliver, "apply_async", lambda args=(), **kw: sent.append(list(args)))
+    assert tasks.sweep.apply().get() == {"resent": 1}
+    assert sent == [[lost.pk, 2]]
+    assert fresh.pk not in [s[0] for s in sent]
