@@ -164,6 +164,8 @@ def _opening(stripped: str) -> str:
     if stripped[0] == "[":
         rest = stripped[1:].lstrip()
         return "wait" if not rest else "lock" if rest[0] == "{" else "stream"
+    if "```".startswith(stripped):
+        return "wait"  # "`" or "``": a fence may be opening (Qwen streams "``" then "`json")
     if stripped.startswith("```"):
         if "\n" not in stripped:
             return "wait"

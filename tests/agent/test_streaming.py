@@ -32,3 +32,14 @@ async def test_text_after_a_possible_opener_waits_until_it_is_clear() -> None:
 async def test_a_call_is_held_back_entirely() -> None:
     seen, call = await _feed(['{"name": "todo", ', '"arguments": {"action": "read"}}'])
     assert seen == [] and call.held_text().startswith('{"name"')
+
+
+async def test_a_fence_whose_backticks_arrive_in_pieces_is_held_back() -> None:
+    # Qwen 0.5B through llama-cpp-python: "``" first, then "`json\n{...".
+    seen, call = await _feed(["``", '`json\n{\n  "action": "set"}\n```'])
+    assert seen == [] and call.opened_like_a_call
+
+
+async def test_code_in_prose_still_streams() -> None:
+    seen, _ = await _feed(["`ls` lists ", "the files of a folder, one per line, and more words here."])
+    assert "".join(seen).startswith("`ls` lists")
