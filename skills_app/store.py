@@ -33,6 +33,7 @@ from typing import Literal
 import structlog
 from django.conf import settings
 
+from navi_site.errors import NaviError
 from skills_app.format import SKILL_FILE, SkillDoc, SkillFormatError, decode_text, name_problem
 from skills_app.tree import (
     MAX_FILE_BYTES,
@@ -53,6 +54,12 @@ META = ".navi"
 
 class SkillNotFound(LookupError):
     """No skill (or version, or file of a skill) by that name."""
+
+
+class SkillStoreError(NaviError):
+    """The skills directory cannot be written (permissions, disk full, not a directory)."""
+
+    status = 500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -308,13 +315,20 @@ class SkillStore:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.meta.mkdir(parents=True, exist_ok=True)
-        with _thread_lock, open(self.meta / "lock", "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        """One writer at a time; a failing file system becomes a SkillStoreError that says where."""
+        try:
+            self.meta.mkdir(parents=True, exist_ok=True)
+            with _thread_lock, open(self.meta / "lock", "a+b") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        except OSError as exc:
+            log.exception("skills_dir_write_failed", root=str(self.root))
+            raise SkillStoreError(
+                f"Navi could not write to the skills directory {self.root} ({exc.strerror or exc}); check that it is "
+                "a directory Navi may write to (SKILLS_DIR). The current version of the skill was not changed.") from None
 
 
 # One writer per process at a time; flock orders the processes.

@@ -126,6 +126,14 @@ def test_enable_disable_rollback_and_remove(api: Any, other_api: Any, skills_roo
     assert gone.status_code == 404
 
 
+def test_an_unwritable_skills_directory_is_reported_with_its_path(api: Any, tmp_path: Path, settings: Any) -> None:
+    settings.SKILLS_DIR = tmp_path / "not-a-dir"
+    settings.SKILLS_DIR.write_text("a file where the directory should be")
+    response = _upload(api, make_zip({"x/SKILL.md": skill_md("x")}))
+    assert response.status_code == 500
+    assert response.json()["detail"].startswith(f"Navi could not write to the skills directory {settings.SKILLS_DIR} (")
+
+
 # -- manage.py skills ------------------------------------------------------------------------------
 
 
