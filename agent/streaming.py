@@ -167,8 +167,8 @@ def _opening(stripped: str) -> str:
     if "```".startswith(stripped):
         return "wait"  # "`" or "``": a fence may be opening (Qwen streams "``" then "`json")
     if stripped.startswith("```"):
-        if "\n" not in stripped:
-            return "wait"
+        if "\n" not in stripped or not stripped.split("\n", 1)[1].strip():
+            return "wait"  # the fence's first line, or nothing after it yet: what follows decides
         return "lock" if _CALL_START.match(stripped) else "stream"
     if len(stripped) < len("<tool_call>") and "<tool_call>".startswith(stripped):
         return "wait"

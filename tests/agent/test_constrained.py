@@ -292,3 +292,13 @@ async def test_a_described_call_after_a_result_is_just_the_answer(agent_env) -> 
     agent_env.fake.script(text='I used `todo` with {"action": "read"}: your list is empty.')
     events = await agent_env.run("what is on my list?")
     assert len(calls(events)) == 1 and events[-1]["content"].endswith("your list is empty.")
+
+
+async def test_a_fenced_call_streamed_two_characters_at_a_time_shows_nothing_of_itself(agent_env) -> None:
+    # llama-cpp-python streams Qwen's "```json\n{" in small pieces; the first backticks were shown.
+    await constrained(agent_env)
+    agent_env.fake.script(text='```json\n{"name": "todo", "arguments": {"action": "read"}}\n```', token_size=2)
+    agent_env.fake.script(text="Your list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert shown(events) == "Your list is empty."

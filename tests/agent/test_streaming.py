@@ -1,6 +1,8 @@
 """The hold-back of text that might be a tool call written as JSON."""
 from __future__ import annotations
 
+import pytest
+
 from agent.llm.base import StreamChunk
 from agent.streaming import StreamedCall
 
@@ -34,10 +36,18 @@ async def test_a_call_is_held_back_entirely() -> None:
     assert seen == [] and call.held_text().startswith('{"name"')
 
 
-async def test_a_fence_whose_backticks_arrive_in_pieces_is_held_back() -> None:
-    # Qwen 0.5B through llama-cpp-python: "``" first, then "`json\n{...".
-    seen, call = await _feed(["``", '`json\n{\n  "action": "set"}\n```'])
+@pytest.mark.parametrize("pieces", [
+    ["``", '`json\n{\n  "action": "set"}\n```'],  # Qwen through llama-cpp-python: "``" first
+    ["``", "`j", "so", "n\n", "  ", '{"action": "set"}\n```'],  # the brace after the fence's newline
+])
+async def test_a_fence_whose_pieces_arrive_one_by_one_is_held_back(pieces) -> None:
+    seen, call = await _feed(pieces)
     assert seen == [] and call.opened_like_a_call
+
+
+async def test_a_fence_of_code_streams_once_its_first_line_shows_it() -> None:
+    seen, _ = await _feed(["```python\n", "print('hi')\n", "```\nThat prints hi, and here are more words."])
+    assert "".join(seen).startswith("```python\nprint")
 
 
 async def test_code_in_prose_still_streams() -> None:
