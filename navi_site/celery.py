@@ -16,6 +16,7 @@ app.conf.beat_schedule = {
     "recall-sweep": {"task": "recall.sweep", "schedule": 5.0},
     "purge-session-files": {"task": "sessions.purge_files", "schedule": 3600.0},
     "notify-sweep": {"task": "notify.sweep", "schedule": 300.0},
+    "recover-turns": {"task": "sessions.recover_turns", "schedule": 15.0},
 }
 
 

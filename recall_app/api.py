@@ -39,3 +39,16 @@ def list_recalls(request: HttpRequest, session_id: str) -> dict[str, Any]:
     session = session_access(user=request.user, session_id=session_id)
     recalls = selectors.recall_list(session=session)
     return {"session_id": str(session.id), "recalls": [selectors.recall_history_dict(r) for r in recalls]}
+
+
+@router.post("/internal/recalls/{recall_id}/fire", auth=None, include_in_schema=False)
+def fire_for_command(request: HttpRequest, recall_id: str) -> dict[str, Any]:
+    """``manage.py fire_recall`` of this installation hands the run to the embedded server (whose
+    clients then watch it live). Signed with SECRET_KEY (``navi_site.serverfile``)."""
+    from navi_site import serverfile
+    from navi_site.errors import NaviError
+    from recall_app.firing import fire_now
+
+    if not serverfile.verify(recall_id, request.headers.get("X-Navi-Signature", "")):
+        raise NaviError("Not a signed request of this installation's manage.py.", status=403)
+    return fire_now(recall_id, worker="manage.py fire_recall (in the server)")

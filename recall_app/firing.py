@@ -188,13 +188,30 @@ async def _heartbeat(token: str) -> None:
             return
 
 
-async def _run_leased(claim: Claim, session: Session, recall: Recall) -> str:
-    """Steps 3-7: user context, then the headless run, with the lease renewed meanwhile."""
+def _outcome_of(result: str) -> tuple[str, str]:
+    """(outcome, error) of a run's outcome text ("error: <message>" → ("error", message))."""
+    if result == "error" or result.startswith("error:"):
+        return "error", result.partition(":")[2].strip() or "the recall run failed"
+    return result, ""
+
+
+async def _run_leased(claim: Claim, session: Session, recall: Recall, finished: dict[str, str]) -> str:
+    """Steps 3-7: user context, then the headless run, with the lease renewed meanwhile.
+
+    Steps 8-10 happen as the run ends, before its final ``session_sync`` (spec 004: the client
+    hears ``recall_update`` first); ``finished`` then holds the recorded outcome and error."""
+
+    async def on_end(result: Any) -> None:
+        outcome, error = _outcome_of(str(result.outcome))
+        await sync_to_async(finish_claim, thread_sensitive=False)(
+            recall_id=claim.recall_id, token=claim.token, run_id=claim.run_id, outcome=outcome, error=error)
+        finished.update(outcome=outcome, error=error)
+
     beat = asyncio.ensure_future(_heartbeat(claim.token))
     try:
         with user_context(session):
             return await headless.run_headless(
-                session=session, recall=recall, instruction=headless.build_instruction(recall))
+                session=session, recall=recall, instruction=headless.build_instruction(recall), on_end=on_end)
     finally:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -288,19 +305,22 @@ def _fire_claimed(claim: Claim) -> str:
                      outcome=RecallRun.Outcome.CANCELLED_DELETED_SESSION)
         return RecallRun.Outcome.CANCELLED_DELETED_SESSION
     error = ""
+    finished: dict[str, str] = {}
     try:
-        outcome = async_to_sync(_run_leased)(claim, session, recall)
+        outcome = async_to_sync(_run_leased)(claim, session, recall, finished)
     except headless.HeadlessRunError as exc:
         outcome, error = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - step 10: any failure of the run is an outcome
         log.exception("recall_run_failed", recall_id=claim.recall_id, session_id=claim.session_id)
         outcome, error = "error", f"{type(exc).__name__}: {exc}"
+    if finished:  # recorded as the run ended, and the run's own session_sync followed
+        _hand_over_slot()
+        return finished["outcome"]
     try:
         finish_claim(recall_id=claim.recall_id, token=claim.token, run_id=claim.run_id, outcome=outcome,
                      error=error)
     finally:
-        # Step 11. A run that went through the registry already ended with session_sync; a run that
-        # never started (busy, failure before it began) did not.
+        # Step 11: a run that never started (busy, failure before it began) sent no session_sync.
         if outcome not in SUCCESS_OUTCOMES:
             notify.on_commit_session_sync(claim.session_id)
         _hand_over_slot()
@@ -391,3 +411,18 @@ def fire_deferred_after_turn(session_id: str) -> None:
         recall.trigger_at = due
         log.info("recall_deferred_fires_after_turn", recall_id=str(recall.pk))
         notify.on_commit_enqueue(recall)
+
+
+def fire_now(recall_id: str, *, worker: str) -> dict[str, Any]:
+    """``manage.py fire_recall``: fire a pending recall now, through the normal claim. Returns
+    {"result", "status", "trigger_at"}. Raises NotFound, or BadRequest when it is not pending."""
+    from navi_site.errors import BadRequest, NotFound
+
+    recall = Recall.objects.filter(pk=recall_id).first()
+    if recall is None:
+        raise NotFound(f"Recall {recall_id} not found.")
+    if recall.status != Recall.Status.PENDING:
+        raise BadRequest(f"Recall {recall.id} is {recall.status}, not pending: nothing to fire.")
+    result = fire_recall(str(recall.id), worker=worker, force=True)
+    recall.refresh_from_db()
+    return {"result": result, "status": recall.status, "trigger_at": recall.trigger_at.isoformat()}

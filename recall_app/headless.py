@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, get_args
 
 import structlog
@@ -96,8 +97,10 @@ async def _on_server_loop(coro: Any) -> Any:
     return await coro
 
 
-async def run_headless(*, session: Session, recall: Recall, instruction: str) -> RunOutcome:
-    """Run one headless recall turn in ``session`` and return how it ended.
+async def run_headless(*, session: Session, recall: Recall, instruction: str,
+                       on_end: Callable[[Any], Awaitable[None]] | None = None) -> RunOutcome:
+    """Run one headless recall turn in ``session`` and return how it ended. ``on_end(result)`` (the
+    registry's TurnResult) is awaited when the turn ended, before the run's final ``session_sync``.
 
     Raises HeadlessRunError when the run ended with an error, and NotImplementedError while
     the run registry (``sessions_app.runs.run_recall_turn``) does not exist; firing records
@@ -111,7 +114,7 @@ async def run_headless(*, session: Session, recall: Recall, instruction: str) ->
             "installed yet."
         )
     outcome = await _on_server_loop(
-        turn(str(session.id), user_id=session.owner_id, content=instruction, is_recall=True))
+        turn(str(session.id), user_id=session.owner_id, content=instruction, is_recall=True, on_end=on_end))
     text = str(outcome or "")
     if text == "error" or text.startswith("error:"):
         raise HeadlessRunError(text.partition(":")[2].strip() or "the recall run failed")

@@ -128,6 +128,15 @@ def get_context(request: HttpRequest, session_id: str) -> dict[str, Any]:
     }
 
 
+@router.get("/{session_id}/todo", summary="The session's todo list (filled by the plan, the todo tool and the loop)")
+def get_todo(request: HttpRequest, session_id: str) -> dict[str, Any]:
+    from agent import ports
+
+    session = services.session_access(user=request.user, session_id=session_id)
+    steps = ports.todo().read(str(session.id))
+    return {"steps": [{"title": str(s.get("title", "")), "status": str(s.get("status") or "pending")} for s in steps]}
+
+
 @router.patch("/{session_id}/pin", response=SessionOut, summary="Pin or unpin")
 def pin_session(request: HttpRequest, session_id: str, payload: PinIn) -> dict[str, Any]:
     session = services.session_access(user=request.user, session_id=session_id)
@@ -214,8 +223,10 @@ async def post_message(request: HttpRequest, session_id: str, payload: MessageIn
     refs = [f if isinstance(f, str) else f.dict(exclude_none=True) for f in payload.files]
     files = await sync_to_async(session_files.files_resolve)(session_id=str(session.id), refs=refs) if refs else []
     user = request.auth  # type: ignore[attr-defined]
+    # The spec's non-streaming run(): the whole turn, without the planning phase.
     request_ = TurnRequest(session_id=str(session.id), text=payload.content, user_id=user.pk,
-                           user_role="staff" if user.is_staff else "user", images=images, files=tuple(files))
+                           user_role="staff" if user.is_staff else "user", images=images, files=tuple(files),
+                           planning=False)
     try:
         result = await get_run_registry().run_turn(request_)
     except SessionBusy as exc:
@@ -223,6 +234,32 @@ async def post_message(request: HttpRequest, session_id: str, payload: MessageIn
     if result.error is not None:
         raise NaviError(result.error, status=502)
     return {"content": result.content, "stopped": result.stopped}
+
+
+@router.post("/{session_id}/regenerate", response={202: OkOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+             summary="Answer the last message again (the old answer is archived, not deleted)")
+async def regenerate(request: HttpRequest, session_id: str) -> Status:
+    """Starts the turn and returns at once; WebSocket clients see it stream like any other turn."""
+    from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
+
+    session = await _aaccess(request, session_id)
+    registry = get_run_registry()
+    if await registry.ais_busy(str(session.id)):
+        raise Conflict(SessionBusy().message)
+    target = await sync_to_async(services.session_regenerate_target)(session=session)
+    user = request.auth  # type: ignore[attr-defined]
+
+    async def archive() -> None:
+        await sync_to_async(services.session_regenerate)(session_id=session.id, from_seq=target.seq)
+
+    turn = TurnRequest(session_id=str(session.id), text=target.content or "", user_id=user.pk,
+                       user_role="staff" if user.is_staff else "user", images=tuple(target.images or ()),
+                       is_recall=target.is_recall, before=archive)
+    try:
+        await registry.start_turn(turn)
+    except SessionBusy as exc:
+        raise Conflict(exc.message) from None
+    return Status(202, {"ok": True})
 
 
 @router.post("/{session_id}/stop", response=StopOut, summary="Ask the running turn to stop (cooperative)")

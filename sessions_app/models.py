@@ -34,6 +34,8 @@ class Message(models.Model):
         BOTH = "both", "display + context"
         MESSAGES = "messages", "display only"
         CONTEXT = "context", "context only"
+        # Kept, but neither shown nor sent to the model: an answer that was regenerated.
+        ARCHIVED = "archived", "archived (replaced by a regenerated answer)"
 
     class Role(models.TextChoices):
         USER = "user"
@@ -108,6 +110,30 @@ class ApiToken(models.Model):
             .filter(key_hash=_hash_token(raw), revoked_at__isnull=True, user__is_active=True)
             .first()
         )
+
+
+class RunningTurn(models.Model):
+    """A turn that is running, or whose process died before it ended (DESIGN.md §3).
+
+    Created in the same transaction as the turn's user message and deleted when the turn ends.
+    While it runs, the text streamed since the last saved message (``partial_*``) is written
+    here at most once a second, and ``alive_until`` is pushed forward (a lease). A row whose
+    lease ran out, or whose process is known to be dead, is closed by
+    ``sessions_app.turns.turns_recover``: the partial answer becomes an assistant message marked
+    ``interrupted`` and tools that never finished get a result saying so (they are not re-run).
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="running_turns")
+    run_id = models.CharField(max_length=40, unique=True)
+    owner = models.CharField(max_length=200, help_text="host:pid:token of the process running the turn")
+    started_at = models.DateTimeField(default=timezone.now)
+    alive_until = models.DateTimeField(db_index=True)
+    partial_text = models.TextField(blank=True)
+    partial_thinking = models.TextField(blank=True)
+    partial_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"turn {self.run_id} of {self.session_id}"
 
 
 class SessionFile(models.Model):

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from navi_site.errors import BadRequest, NotFound
+from navi_site.errors import BadRequest, Conflict, NotFound
 from profiles_app.models import AgentProfile
 from sessions_app.models import Message, Session
 
@@ -112,3 +112,37 @@ def message_append(
         return Message.objects.create(
             session_id=session_id, seq=seq, role=role, content=content, buffer=buffer, created_at=now, **fields
         )
+
+
+def session_regenerate_target(*, session: Session) -> Message:
+    """The user message whose answer "Regenerate" replaces: the last one shown. Raises BadRequest."""
+    message = (Message.objects.filter(session=session, role=Message.Role.USER,
+                                      buffer__in=(Message.Buffer.BOTH, Message.Buffer.MESSAGES))
+               .order_by("-seq").first())
+    if message is None:
+        raise BadRequest("There is no message to answer again: send one first.")
+    return message
+
+
+def session_regenerate(*, session_id: str | uuid.UUID, from_seq: int) -> int:
+    """Archive the last exchange (the user message at ``from_seq`` and everything after it) so that
+    it can be sent again; returns how many rows were archived.
+
+    A minimal regenerate, built for the "Regenerate" button of an interrupted or failed turn
+    (issue 21). Issue 22 grows it into regenerate/edit with the old branch kept and browsable: the
+    archived rows (``Message.Buffer.ARCHIVED``: neither shown nor sent to the model, never deleted)
+    are that old branch. A compression summary written after the message is kept: it stands for
+    older turns. Call it while the session's turn lock is held (the run registry's ``before``), so
+    no turn writes meanwhile. Raises Conflict when the message is no longer the last user message.
+    """
+    with transaction.atomic():
+        newer = Message.objects.filter(session_id=session_id, role=Message.Role.USER, seq__gt=from_seq,
+                                       buffer__in=(Message.Buffer.BOTH, Message.Buffer.MESSAGES))
+        if newer.exists():
+            raise Conflict("The conversation changed meanwhile: reload it and try again.")
+        archived = (Message.objects.filter(session_id=session_id, seq__gte=from_seq, is_summary=False)
+                    .exclude(buffer=Message.Buffer.ARCHIVED).update(buffer=Message.Buffer.ARCHIVED))
+        # The agent's context cache is keyed on next_seq: moving it on makes the next turn re-read.
+        Session.objects.filter(pk=session_id).update(next_seq=F("next_seq") + 1)
+    log.info("session_regenerate", session_id=str(session_id), from_seq=from_seq, archived=archived)
+    return archived

@@ -10,8 +10,9 @@ from django.db import transaction
 
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.store import SessionNotFound, SessionState, StoredMessage
-from sessions_app import services
+from sessions_app import services, turns
 from sessions_app.models import Message, Session
+from sessions_app.runs import drafts
 from sessions_app.selectors import context_messages
 
 
@@ -110,12 +111,36 @@ class DjangoSessionStore:
             context = cached[1] + ([StoredMessage(seq=seq, message=message)] if buffer != "messages" else [])
             self._cache[session_id] = (seq + 1, context)
 
+    async def append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str = "both") -> int:
+        """Save one message now. In a run of the registry (it has a draft) the first message opens
+        the turn's ``RunningTurn`` row and an assistant message empties the partial answer, in the
+        same transaction and under the draft's lock (``sessions_app.runs.drafts``)."""
+        draft = drafts.get(run_id) if run_id else None
+        if draft is None:
+            return await self._append(session_id, message, run_id=run_id, buffer=buffer, open_turn=False,
+                                      consumes=False)
+        async with draft.lock:
+            consumes = message.role == "assistant" and draft.opened
+            seq = await self._append(session_id, message, run_id=run_id, buffer=buffer,
+                                     open_turn=not draft.opened, consumes=consumes and draft.stored)
+            draft.opened = True
+            if consumes:
+                draft.consumed()
+                draft.stored = False
+            return seq
+
     @sync_to_async(thread_sensitive=False)
-    def append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str = "both") -> int:
-        row = services.message_append(
-            session_id=session_id, role=message.role, content=message.content, buffer=buffer, run_id=run_id,
-            **_row_fields(message),
-        )
+    def _append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str, open_turn: bool,
+                consumes: bool) -> int:
+        with transaction.atomic():
+            row = services.message_append(
+                session_id=session_id, role=message.role, content=message.content, buffer=buffer, run_id=run_id,
+                **_row_fields(message),
+            )
+            if open_turn:
+                turns.running_turn_open(session_id=str(session_id), run_id=run_id)
+            elif consumes:
+                turns.running_turn_clear_partial(run_id=run_id)
         self._extend_cache(str(session_id), int(row.seq), message, buffer)
         return int(row.seq)
 

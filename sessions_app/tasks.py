@@ -38,3 +38,11 @@ def purge_files() -> int:
     from sessions_app.files import files_purge
 
     return files_purge()
+
+
+@shared_task(name="sessions.recover_turns", ignore_result=True)
+def recover_turns() -> int:
+    """Close turns whose process died (lease ran out) as interrupted (beat; start-up does it too)."""
+    from sessions_app.runs.recovery import recover_turns
+
+    return len(recover_turns())

@@ -43,10 +43,14 @@ def _no_kept_connections_in_this_process() -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_files(settings, tmp_path):
-    """Every test gets its own session-files and skills directories."""
+    """Every test gets its own session-files, skills and user-tools directories (the bundled tools of
+    the source tree stay: fixtures that want no tools at all empty BUNDLED_TOOLS_DIR)."""
     settings.SESSION_FILES_DIR = tmp_path / "session_files"
     settings.SESSION_FILES_DIR.mkdir()
     settings.SKILLS_DIR = tmp_path / "skills"
+    settings.TOOLS_DIR = tmp_path / "user_tools"
+    settings.DATA_DIR = tmp_path / "data"  # never the checkout's data/ (a running Navi's server.json)
+    settings.DATA_DIR.mkdir()
     yield
 
 

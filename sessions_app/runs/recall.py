@@ -3,28 +3,31 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Awaitable, Callable
 
 import structlog
 
 from sessions_app import bus
 from sessions_app.runs import hooks
 from sessions_app.runs.instance import get_run_registry
-from sessions_app.runs.registry import SessionBusy, TurnRequest
+from sessions_app.runs.registry import SessionBusy, TurnRequest, TurnResult
 
 log = structlog.get_logger(__name__)
 
 
-async def run_recall_turn(session_id: str, *, user_id: int, content: str, is_recall: bool = True) -> str:
+async def run_recall_turn(session_id: str, *, user_id: int, content: str, is_recall: bool = True,
+                          on_end: Callable[[TurnResult], Awaitable[None]] | None = None) -> str:
     """Run one turn in the session like a user message would, so clients attach and replay.
 
     Returns "busy" (nothing ran), "success", "max_iterations", "stopped" or "error: <message>".
+    ``on_end(result)`` is awaited when the turn has ended, before its final ``session_sync``.
     """
     registry = get_run_registry()
     if await registry.ais_busy(session_id):
         return "busy"
     role = await hooks.user_role(user_id)
     request = TurnRequest(session_id=str(session_id), text=content, user_id=user_id, user_role=role,
-                          is_recall=is_recall)
+                          is_recall=is_recall, on_end=on_end)
     try:
         result = await registry.run_turn(request)
     except SessionBusy:

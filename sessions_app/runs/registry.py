@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ import structlog
 from django.conf import settings
 
 from agent.events import Error, SessionSync, StreamStart
+from sessions_app.runs import drafts
 from sessions_app.runs.store import LOCK_REFRESH_S, STOP_POLL_S, LocalStore, RedisStore, RunStore, Snapshot
 from sessions_app.runs.writer import EventWriter
 
@@ -48,6 +49,13 @@ class TurnRequest:
     images: Sequence[str] = ()
     files: Sequence[dict[str, Any]] = ()
     is_recall: bool = False
+    planning: bool = True  # REST POST /messages is the spec's non-streaming run(): no planning phase
+    # Awaited once the session's lock is held, before the agent starts (regenerate archives the old
+    # answer there); an exception ends the turn with an error event.
+    before: Callable[[], Awaitable[None]] | None = field(default=None, compare=False)
+    # Awaited when the turn has ended and its messages are saved, before the final session_sync
+    # (a recall records its outcome there, so recall_update "fired" precedes session_sync: spec 004).
+    on_end: Callable[[TurnResult], Awaitable[None]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,20 +190,30 @@ class RunRegistry:
         result = TurnResult(outcome="error: the turn ended without a result")
         watcher = asyncio.get_running_loop().create_task(self._watch(run))
         writer: EventWriter | None = None
+        draft = drafts.register(sid, run.run_id)
         try:
             first_seq = await self.store.begin_log(sid)
             writer = EventWriter(self.store, sid, run.run_id, coalesce_ms=settings.WS_DELTA_COALESCE_MS,
                                  first_seq=first_seq)
             await writer.push(StreamStart().to_dict())
-            result = await self._pump(run, writer)
+            refused = await _before(req.before) if req.before is not None else None
+            if refused is not None:  # nothing ran, nothing was saved
+                result = TurnResult(outcome=f"error: {refused}", error=refused)
+                await writer.push(Error(message=refused).to_dict())
+            else:
+                result = await self._pump(run, writer, draft)
         except Exception as exc:  # a bug in the loop or the transport: tell the clients, log it
             rlog.exception("run_failed")
             message = f"The turn failed unexpectedly ({type(exc).__name__}: {exc}). Try again; see the server log."
             result = TurnResult(outcome=f"error: {message}", error=message)
+            draft.error = draft.error or message
             if writer is not None:
                 await _safe(writer.push(Error(message=message).to_dict()))
         finally:
             watcher.cancel()
+            await drafts.finish(draft)  # the partial answer and an error stay in the history
+            if req.on_end is not None:
+                await _safe(req.on_end(result))
             if writer is not None:
                 await _safe(writer.flush())
                 await _safe(writer.push(SessionSync().to_dict()))
@@ -208,7 +226,7 @@ class RunRegistry:
             await _safe(_after_first_turn(sid))
         await _safe(_turn_finished(run, result))
 
-    async def _pump(self, run: Run, writer: EventWriter) -> TurnResult:
+    async def _pump(self, run: Run, writer: EventWriter, draft: drafts.Draft) -> TurnResult:
         """Feed the agent's events to the writer, in this task.
 
         A pending delta must go out when its window closes even while the agent waits for the
@@ -266,12 +284,13 @@ class RunRegistry:
         stream = self.turn(
             req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
             is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,
-            user_role=req.user_role, run_id=run.run_id,
+            user_role=req.user_role, run_id=run.run_id, planning=req.planning,
         )
         try:
             async for item in stream:
                 data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
                 tracker.see(data, item)
+                draft.see(data)
                 async with lock:
                     await writer.push(data)
                     arm()
@@ -364,6 +383,16 @@ async def _turn_finished(run: Run, result: TurnResult) -> None:
                       outcome=result.outcome, content=result.content,
                       seconds=time.monotonic() - run.started_at)
     await database_sync_to_async(run_turn_finished_hooks)(req.session_id, ended)
+
+
+async def _before(fn: Callable[[], Awaitable[None]]) -> str | None:
+    """Run a request's ``before``; the message of what it raised, or None."""
+    try:
+        await fn()
+    except Exception as exc:
+        log.warning("run_before_refused", error=str(exc))
+        return str(exc) or type(exc).__name__
+    return None
 
 
 async def _drain(stream: Any) -> None:

@@ -54,6 +54,7 @@ class RunStore(Protocol):
     async def acquire(self, session_id: str, run_id: str) -> bool: ...
     async def refresh(self, session_id: str, run_id: str) -> None: ...
     async def release(self, session_id: str, run_id: str) -> None: ...
+    def release_sync(self, session_id: str, run_id: str) -> None: ...
     async def busy(self, session_id: str) -> bool: ...
     def busy_sync(self, session_id: str) -> bool: ...
     def busy_many_sync(self, session_ids: list[str]) -> set[str]: ...
@@ -117,6 +118,10 @@ class LocalStore:
         return None
 
     async def release(self, session_id: str, run_id: str) -> None:
+        self.release_sync(session_id, run_id)
+
+    def release_sync(self, session_id: str, run_id: str) -> None:
+        """``release`` from sync code (a dead run's lock, after recovery)."""
         with self._mutex:
             state = self._get(session_id)
             if state.lock == run_id:
@@ -187,8 +192,12 @@ class LocalStore:
 
 # -- scale-out ----------------------------------------------------------------------------
 
+# Renew the run's lock; a lock that vanished (Redis restarted, or lost its data) is taken back, so
+# the session does not look idle to other processes while the run goes on.
 _REFRESH = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if not holder then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) return 2 end
 return 0
 """
 _RELEASE = """
@@ -286,6 +295,10 @@ class RedisStore:
         r = self._client()
         await r.eval(_RELEASE, 1, _key(session_id, "lock"), run_id)
         await r.delete(_key(session_id, "stop"))
+
+    def release_sync(self, session_id: str, run_id: str) -> None:
+        if self._sync.eval(_RELEASE, 1, _key(session_id, "lock"), run_id):
+            self._sync.delete(_key(session_id, "stop"))
 
     async def busy(self, session_id: str) -> bool:
         return bool(await self._client().exists(_key(session_id, "lock")))

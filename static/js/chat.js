@@ -10,7 +10,7 @@ import { planCard } from "./render/plan.js";
 import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
 import { completeToolCard, findPending, subagentScope, toolCard } from "./render/tools.js";
 import { addSkillChip, proposalCard, skillOfCall } from "./render/skills.js";
-import { applyTodoCall, renderTodo, resetTodo } from "./todo.js";
+import { applyTodoCall, renderTodo, resetTodo, setTodo } from "./todo.js";
 
 const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "turn_thinking", "plan_ready",
   "tool_started", "tool_call", "stream_delta", "profile_switched"]);
@@ -21,7 +21,7 @@ const proposals = new Map(); // skill proposals of the open session, by id
 const s = {
   turn: null, text: null, textBuf: "", renderTimer: null, thinking: null,
   localPending: false, lastSent: null, pendingSync: false, runEventsSinceOpen: 0,
-  lastRenderedSeq: 0, historyKey: "", firstSeq: null, stopTimer: null, openToken: 0,
+  lastRenderedSeq: 0, historyKey: "", firstSeq: null, stopTimer: null, openToken: 0, todoTimer: null,
 };
 
 export function initChat(elements) {
@@ -125,7 +125,7 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   const key = historyKey(messages, detail);
   if (!force && key === s.historyKey) return;
   s.historyKey = key;
-  const { nodes, todoCalls } = renderHistory(messages);
+  const { nodes, todoCalls } = renderHistory(messages, { onContinue: continueTurn, onRegenerate: regenerate });
   s.lastRenderedSeq = last ? last.seq : 0;
   s.firstSeq = messages.length ? messages[0].seq : null;
   const children = [];
@@ -136,6 +136,7 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   resetTodo();
   for (const call of todoCalls) applyTodoCall(call);
   renderTodo(els.todo);
+  refreshTodo();
   s.stick = true;
   scrollDown(true);
   showProposals();
@@ -172,6 +173,23 @@ async function loadProposals(id) {
   } catch {
     /* the cards are a convenience; the next open shows them */
   }
+}
+
+/** Read the todo list from the server (the plan and the loop write it without a todo tool call). */
+function refreshTodo() {
+  const id = store.currentId;
+  if (!id || s.todoTimer) return;
+  s.todoTimer = setTimeout(async () => {
+    s.todoTimer = null;
+    try {
+      const todo = await api.getTodo(id);
+      if (id !== store.currentId) return;
+      setTodo(todo.steps);
+      renderTodo(els.todo);
+    } catch {
+      /* the panel keeps what the tool calls showed */
+    }
+  }, 150);
 }
 
 function loadEarlierButton() {
@@ -371,6 +389,7 @@ function handleEvent(ev) {
       endThinking();
       closeText();
       ensureTurn().body.append(planCard(ev.plan, { open: true }));
+      refreshTodo(); // the plan's steps became the todo list
       scrollDown();
       break;
     case "tool_started": {
@@ -392,6 +411,8 @@ function handleEvent(ev) {
         applyTodoCall({ args: ev.args || {}, result: ev.result, success: ev.success });
         renderTodo(els.todo);
       }
+      if (!ev.is_subagent) refreshTodo(); // the loop may have ticked a step off
+
       scrollDown();
       break;
     }
@@ -442,8 +463,8 @@ function handleEvent(ev) {
       emit("sessions:refresh");
       break;
     case "error": {
-      const retry = s.lastSent && !s.turn?.body.querySelector(".tool-card") ? s.lastSent : null;
-      const card = errorCard(ev.message, retry ? { onRetry: () => send(retry) } : {});
+      // A turn's error is saved with its partial answer: Retry answers the message again in place.
+      const card = errorCard(ev.message, s.turn ? { onRetry: () => regenerate() } : {});
       (s.turn ? s.turn.body : els.messages).append(card);
       endTurn("error");
       scrollDown(true);
@@ -548,6 +569,33 @@ export async function send({ text, images = [], files = [] }) {
   set({ busy: true });
   socket.send(frame);
   return true;
+}
+
+const CONTINUE_TEXT = "Continue where you left off.";
+
+/** "Continue" under an unfinished turn: the model sees its partial answer and goes on from there. */
+function continueTurn() {
+  send({ text: CONTINUE_TEXT });
+}
+
+/** "Regenerate": the server archives the last exchange and answers the last message again. */
+async function regenerate() {
+  const id = store.currentId;
+  if (!id || store.busy) return;
+  const users = els.messages.querySelectorAll("article.msg.user");
+  const lastUser = users[users.length - 1];
+  const removed = [];
+  for (let node = lastUser; node; node = node.nextElementSibling) removed.push(node);
+  for (const node of removed) node.remove(); // the new copy and answer arrive live
+  s.historyKey = "";
+  set({ busy: true });
+  try {
+    await api.regenerate(id);
+  } catch (err) {
+    set({ busy: false });
+    toast(err.message, "error");
+    reload({ force: true });
+  }
 }
 
 /** Stop the running turn: the stop frame, and POST /stop if the socket is down or nothing happens. */

@@ -3,6 +3,7 @@
 import { el, clear } from "./util.js";
 
 const MARK = { " ": "pending", "…": "in_progress", "✓": "done", "✗": "failed" };
+const MARK_STATUS = new Set(Object.values(MARK));
 let steps = [];
 
 /** Parse the todo tool's rendering: "1. [✓] title (in progress) — evidence: … — note: …". */
@@ -29,6 +30,11 @@ export function applyTodoCall({ args = {}, result = "", success = true }) {
   } else if (success !== false && args.action === "update" && steps[args.step - 1] && args.status) {
     steps[args.step - 1] = { ...steps[args.step - 1], status: args.status };
   }
+}
+
+/** Take the server's list (GET /sessions/{id}/todo): it also holds what the plan and the loop wrote. */
+export function setTodo(list) {
+  steps = (list || []).map((s) => ({ title: String(s.title || ""), status: MARK_STATUS.has(s.status) ? s.status : "pending" }));
 }
 
 export function resetTodo() {

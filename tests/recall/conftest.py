@@ -78,7 +78,7 @@ class FakeRun:
         self.error: BaseException | None = None
         self.during: Callable[[], Any] | None = None
 
-    async def __call__(self, *, session: Any, recall: Any, instruction: str) -> str:
+    async def __call__(self, *, session: Any, recall: Any, instruction: str, on_end: Any = None) -> str:
         from agent import ctx
 
         self.calls.append({"session_id": str(session.id), "recall_id": str(recall.id), "instruction": instruction,

@@ -197,11 +197,13 @@ async def test_once_recall_fires_once_and_streams_to_the_client(live: Live, fake
     scheduled = next(e for e in turn if e["type"] == "recall_update")
     assert scheduled["call_type"] == "once" and scheduled["status"] == "pending"
 
-    run = await _collect(ws, _update("fired"))
+    run = await _collect(ws, lambda e: e["type"] == "session_sync")
     kinds = [k for k in types(run) if k not in ("stream_delta", "thinking_delta")]
-    assert kinds == ["stream_start", "stream_end", "session_sync", "recall_update"], types(run)
+    # spec 004: the recall is marked fired (recall_update) before the run's closing session_sync
+    assert kinds == ["stream_start", "stream_end", "recall_update", "session_sync"], types(run)
     assert "".join(e["delta"] for e in run if e["type"] == "stream_delta") == ANSWER
-    assert run[-1]["status"] == "fired" and run[-1]["recall_id"] == scheduled["recall_id"]
+    fired_update = next(e for e in run if e["type"] == "recall_update")
+    assert fired_update["status"] == "fired" and fired_update["recall_id"] == scheduled["recall_id"]
     assert [e["seq"] for e in run if "seq" in e] == sorted(e["seq"] for e in run if "seq" in e)
 
     status, detail = navi.request("GET", f"/sessions/{sid}")
@@ -232,10 +234,12 @@ async def test_recurring_reschedules_and_skip_never_runs_the_skipped_occurrence(
     turn = await _schedule(ws, fake_ollama, call_type="recurring", when="2s", interval_seconds=every, runs=[{}, {}])
     first_due = _ts(next(e for e in turn if e["type"] == "recall_update")["trigger_at"])
 
-    first = await _collect(ws, _update("rescheduled"))
-    assert types(first)[0] == "stream_start" and "session_sync" in types(first)
-    nxt = _ts(first[-1]["trigger_at"])  # first_due + interval (later ones if the run overran them)
-    assert first[-1]["status"] == "pending" and nxt > first_due
+    first = await _collect(ws, lambda e: e["type"] == "session_sync")
+    assert types(first)[0] == "stream_start" and types(first)[-2:] == ["recall_update", "session_sync"]
+    rescheduled = first[-2]
+    assert rescheduled["action"] == "rescheduled"
+    nxt = _ts(rescheduled["trigger_at"])  # first_due + interval (later ones if the run overran them)
+    assert rescheduled["status"] == "pending" and nxt > first_due
     assert (nxt - first_due).total_seconds() % every == 0
 
     status, out = await asyncio.to_thread(navi.request, "POST", f"/sessions/{sid}/recall/skip")
@@ -326,6 +330,27 @@ async def test_a_session_deleted_during_its_recall_run(live: Live, fake_ollama: 
     await ws.close()
 
 
+# -- manage.py fire_recall ----------------------------------------------------------------------
+
+
+async def test_fire_recall_from_the_command_line_streams_to_open_tabs(live: Live, fake_ollama: Any) -> None:
+    """Embedded: the command hands the run to the server, where the tab listens (it used to run in the
+    command's own process, and the tab saw nothing until a reload). Scale-out: it runs in the command,
+    and the events reach the tab through Redis."""
+    navi = live.navi
+    sid = _session(navi, "Fired by hand")
+    ws = await _idle(navi, sid)
+    turn = await _schedule(ws, fake_ollama, call_type="once", when="2h", runs=[{}])
+    recall_id = next(e for e in turn if e["type"] == "recall_update")["recall_id"]
+    out = await asyncio.to_thread(navi.manage, "fire_recall", recall_id)
+    assert out.startswith(f"success: recall {recall_id} is now fired"), out
+    run = await _collect(ws, lambda e: e["type"] == "session_sync", timeout=10)
+    assert [k for k in types(run) if k not in ("stream_delta", "thinking_delta")] == [
+        "stream_start", "stream_end", "recall_update", "session_sync"]
+    assert "".join(e["delta"] for e in run if e["type"] == "stream_delta") == ANSWER
+    await ws.close()
+
+
 # -- (f) two workers ------------------------------------------------------------------------------
 
 
@@ -360,8 +385,8 @@ async def test_two_workers_and_duplicate_tasks_fire_one_recall_once(live: Live, 
             sender.send_task("recall.fire", args=[update["recall_id"], due.isoformat()], eta=due)
     finally:
         sender.close()
-    run = await _collect(ws, _update("fired"))
-    assert types(run).count("stream_start") == 1
+    run = await _collect(ws, lambda e: e["type"] == "session_sync")
+    assert types(run).count("stream_start") == 1 and _updates(run) == ["fired"]
     assert await ws.quiet(2.0) == []
     [recall] = _recalls(navi, sid)
     assert recall["fire_count"] == 1 and len(recall["runs"]) == 1 and recall["runs"][0]["outcome"] == "success"

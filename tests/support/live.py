@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["LiveNavi", "free_port", "live_navi", "start_live_navi", "scaleout_env"]
+__all__ = ["LiveNavi", "free_port", "kill_server", "live_navi", "restart_server", "start_live_navi", "scaleout_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -144,6 +144,27 @@ def start_live_navi(tmp: Path, extra_env: dict[str, str] | None = None, *, tier:
     )
     live.token = live.manage("create_api_token", live.username).strip()
     return live
+
+
+def kill_server(live: LiveNavi, sig: int = signal.SIGKILL) -> None:
+    """Stop the ASGI server process (embedded: the whole of Navi) with ``sig`` and reap it.
+    Scale-out: the Celery worker and beat keep running."""
+    proc = live.procs[0]
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    proc.wait(30)
+
+
+def restart_server(live: LiveNavi, tmp: Path) -> None:
+    """Start the server again on the same data and database (a new port), after ``kill_server``."""
+    port = free_port()
+    live.port, live.url = port, f"http://127.0.0.1:{port}"
+    live.env = {**live.env, "NAVI_PORT": str(port)}
+    others = live.procs[1:]
+    live.procs = []
+    _spawn(live, tmp, f"server-{port}", [PYTHON, "manage.py", "start", "--no-migrate"])
+    live.procs += others
+    _wait_healthy(live)
 
 
 def _spawn(live: LiveNavi, tmp: Path, name: str, cmd: list[str]) -> None:

@@ -46,6 +46,7 @@ class Command(BaseCommand):
         from notify_app.vapid import vapid
 
         vapid()  # the Web Push key pair: made on the first run, kept in the data directory
+        self._recover_turns()
         embedded = None
         if settings.NAVI_MODE == "embedded" and not no_worker:
             from navi_site.embedded import EmbeddedCelery
@@ -54,12 +55,29 @@ class Command(BaseCommand):
             embedded.start()
         self.stdout.write(f"Navi ({settings.NAVI_MODE} mode) on http://{host}:{port}/ — Ctrl-C to stop.")
         sys.stdout.flush()
+        from navi_site import serverfile
+
+        if settings.NAVI_MODE == "embedded":
+            serverfile.write(host=host, port=port)  # manage.py fire_recall hands its run to this server
         try:
             self._serve(host, port)
         finally:
+            serverfile.remove()
             if embedded is not None:
                 embedded.stop()
             self.stdout.write("Navi stopped.")
+
+    def _recover_turns(self) -> None:
+        """Turns cut off by the last stop (Ctrl-C, a crash) keep their partial answer, marked interrupted."""
+        from sessions_app.runs.recovery import recover_turns
+
+        try:
+            closed = recover_turns()
+        except Exception:  # noqa: BLE001 - never block start-up; beat retries every 15 s
+            log.exception("turn_recovery_failed")
+            return
+        if closed:
+            self.stdout.write(f"{len(closed)} turn(s) cut off when Navi last stopped were kept and marked interrupted.")
 
     def _serve(self, host: str, port: int) -> None:
         from daphne.endpoints import build_endpoint_description_strings
@@ -69,6 +87,7 @@ class Command(BaseCommand):
         from navi_site.asgi import application
         from navi_site.embedded import begin_shutdown
         from sessions_app.bus import register_server_loop
+        from sessions_app.runs.drafts import flush_all_blocking
 
         wsoptions.raise_open_files_limit()  # 1 000+ WebSockets need more than the usual 1 024 fds
 
@@ -83,6 +102,7 @@ class Command(BaseCommand):
 
                 if runner.enabled():
                     runner.start_in_server(asyncio.get_event_loop(), reactor)
+            reactor.addSystemEventTrigger("before", "shutdown", flush_all_blocking)  # the last second too
             for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C and `kill` both stop cleanly
                 signal.signal(sig, lambda *_: reactor.callFromThread(reactor.stop))
             # Everything imported and built so far lives as long as the server: out of the

@@ -71,11 +71,32 @@ function toolSuccess(m) {
   return !/^(error|tool error)\b/i.test(String(m.content || "").trim());
 }
 
+/** "Continue" / "Regenerate" under a turn that did not finish (a crash, a model error). */
+export function turnActions({ onContinue, onRegenerate }) {
+  const bar = el("div", { class: "turn-actions" });
+  if (onContinue) {
+    const btn = el("button", { type: "button", class: "btn btn-small", "data-action": "continue" }, "Continue");
+    btn.addEventListener("click", () => { bar.remove(); onContinue(); });
+    bar.append(btn);
+  }
+  if (onRegenerate) {
+    const btn = el("button", { type: "button", class: "btn btn-small btn-ghost", "data-action": "regenerate" }, icon("retry"), "Regenerate");
+    btn.addEventListener("click", () => { bar.remove(); onRegenerate(); });
+    bar.append(btn);
+  }
+  return bar;
+}
+
+function unfinished(m) {
+  return m && m.role === "assistant" && (m.interrupted || (m.metadata && m.metadata.error));
+}
+
 /**
  * Render the display history into DOM nodes. Consecutive non-user messages form one assistant turn.
- * Returns the nodes and the todo-relevant tool calls (for the todo panel).
+ * Returns the nodes and the todo-relevant tool calls (for the todo panel). ``actions``
+ * ({onContinue, onRegenerate}) go under the last turn when it did not finish.
  */
-export function renderHistory(messages) {
+export function renderHistory(messages, actions = null) {
   const nodes = [];
   const todoCalls = [];
   let turn = null;
@@ -115,7 +136,8 @@ export function renderHistory(messages) {
         if (call.id) cardsById.set(call.id, card);
         t.body.append(card);
       }
-      if (m.interrupted) t.body.append(el("div", { class: "interrupted" }, "Interrupted"));
+      if (m.metadata && m.metadata.error) t.body.append(errorCard(m.metadata.error));
+      if (m.interrupted) t.body.append(el("div", { class: "interrupted", role: "status" }, "Interrupted: Navi stopped before this answer was finished."));
       if (m.images && m.images.length) t.body.append(el("div", { class: "msg-images" }, m.images.map((b64) => el("img", { src: imageSrc(b64), alt: "Image" }))));
     } else if (m.role === "tool") {
       const card = (m.tool_call_id && cardsById.get(m.tool_call_id)) || findPending(t.body, m.name || "")
@@ -130,6 +152,10 @@ export function renderHistory(messages) {
   }
   // A proposed skill's card goes at the end of its turn, after the answer (chat.js fills the slot).
   for (const [body, id] of proposalSlots) body.append(el("div", { class: "skill-proposal-slot", dataset: { proposalId: String(id) } }));
+  const last = messages[messages.length - 1];
+  if (actions && turn && unfinished(last)) {
+    turn.body.append(turnActions(actions));
+  }
   // Calls whose result never came (a turn cut short) should not spin forever.
   for (const n of nodes) {
     for (const card of n.querySelectorAll?.(".tool-card[data-state=pending]") || []) {
