@@ -157,7 +157,9 @@ VARIABLES: tuple[Var, ...] = (
     Var("DATABASE_URL", "", _str, "Database URL: sqlite:///path/navi.db (default: data/navi.db) or postgres://..."),
     Var("REDIS_URL", "", _str, "Redis URL; set together with a PostgreSQL DATABASE_URL for scale-out mode"),
     Var("NAVI_DATA_DIR", "data", _str, "Where the SQLite database and other state live"),
-    Var("TOOLS_DIR", "tools", _str, "User tools directory"),
+    Var("TOOLS_DIR", "", _str,
+        "Your own tools and the ones Navi writes (write_tool); empty: NAVI_DATA_DIR/tools. "
+        "The bundled tools stay in tools/ of the source tree"),
     Var("SKILLS_DIR", "", _str, "The user's skills (SKILL.md folders) and their versions; empty = <NAVI_DATA_DIR>/skills"),
     Var("SKILLS_PROMPT_MAX_TOKENS", "1500", _int(100),
         "Most tokens (estimated) the enabled skills' names and descriptions may add to the system prompt"),
@@ -232,6 +234,15 @@ def read_dotenv(path: Path) -> dict[str, str]:
     from dotenv import dotenv_values
 
     return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def env_value(name: str, dotenv_path: Path | None = None) -> str | None:
+    """A variable the way settings are read: the environment, else ``.env`` (e.g. the SSH password
+    an ``ssh_hosts.json`` entry names in ``password_env``). None when neither has it."""
+    value = os.environ.get(name)
+    if value is not None:
+        return value
+    return read_dotenv(dotenv_path or BASE_DIR / ".env").get(name)
 
 
 def load(environ: Mapping[str, str] | None = None, dotenv_path: Path | None = None) -> dict[str, Any]:

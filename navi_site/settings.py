@@ -11,6 +11,7 @@ import dj_database_url
 from navi_site import config as _config
 
 BASE_DIR = _config.BASE_DIR
+NAVI_DOTENV = BASE_DIR / ".env"  # read with the environment (which wins): config.load, config.env_value
 
 try:
     _VALUES = _config.load()
@@ -76,7 +77,10 @@ def _resolve(path: str) -> Path:
     return p if p.is_absolute() else BASE_DIR / p
 
 
-TOOLS_DIR = _resolve(_VALUES["TOOLS_DIR"])
+# Tools shipped with Navi live in the source tree; tools the user or the agent writes live with the
+# data, so that `git pull` never meets a file Navi wrote (DESIGN.md §1).
+BUNDLED_TOOLS_DIR = BASE_DIR / "tools"
+TOOLS_DIR = _resolve(_VALUES["TOOLS_DIR"]) if _VALUES["TOOLS_DIR"] else DATA_DIR / "tools"
 # Skills live in the data directory by default, never in the source tree (bundled ones are in skills/).
 SKILLS_DIR = _resolve(_VALUES["SKILLS_DIR"]) if _VALUES["SKILLS_DIR"] else DATA_DIR / "skills"
 SKILLS_BUNDLED_DIR = BASE_DIR / "skills"

@@ -1,4 +1,4 @@
-"""User tools: ``TOOLS_DIR/*.py`` in the module-level format (spec 002 "Tool Format").
+"""User tools: ``tools/*.py`` (bundled) and ``TOOLS_DIR/*.py`` in the module-level format (spec 002 "Tool Format").
 
 Each file is imported as ``navi_user_tools.<stem>``, validated, and wrapped in a
 ``Tool`` subclass with ``source = "user"``. A broken file (syntax error, import
@@ -15,7 +15,7 @@ import json
 import re
 import sys
 import types
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,10 +94,10 @@ def _ensure_package() -> None:
         sys.modules[PACKAGE] = package
 
 
-def _import(path: Path) -> types.ModuleType:
-    """Import ``path`` fresh as ``navi_user_tools.<stem>`` (any previous version is dropped first)."""
+def _import(path: Path, prefix: str = "") -> types.ModuleType:
+    """Import ``path`` fresh as ``navi_user_tools.<prefix><stem>`` (any previous version is dropped first)."""
     _ensure_package()
-    module_name = f"{PACKAGE}.{path.stem}"
+    module_name = f"{PACKAGE}.{prefix}{path.stem}"
     sys.modules.pop(module_name, None)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -189,34 +189,48 @@ def _wrap(module: types.ModuleType, path: Path) -> Tool:
 class _Cached:
     stamp: tuple[int, int]
     tool: Tool
+    module: str
 
 
 class UserToolLoader:
-    """Loads ``tools_dir``; remembers what it imported so a reload re-imports only changed files."""
+    """Loads tool directories; remembers what it imported so a reload re-imports only changed files.
+
+    ``load`` takes the bundled directory (tools/ of the source tree) first and the user's
+    (TOOLS_DIR) last: a user tool replaces a bundled tool of the same name, so a bundled tool can
+    be customised without touching the source tree. ``enabled.json`` of every directory counts.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[Path, _Cached] = {}
 
-    def load(self, tools_dir: Path, *, reserved: Collection[str]) -> LoadResult:
+    def load(self, tools_dirs: Path | Sequence[Path], *, reserved: Collection[str]) -> LoadResult:
+        dirs = [tools_dirs] if isinstance(tools_dirs, Path) else list(tools_dirs)
         errors: list[LoadError] = []
-        result = LoadResult(enabled=read_enabled(tools_dir, errors=errors), errors=errors)
-        files = sorted(tools_dir.glob("*.py")) if tools_dir.is_dir() else []
-        seen: dict[str, str] = {}
-        for path in files:
-            if path.name.startswith("_"):
-                continue
-            tool, error = self._load_file(path, reserved)
-            if error is None and tool is not None and tool.name in seen:
-                error = f"tool name {tool.name!r} is already defined by {seen[tool.name]}"
-            if error is not None or tool is None:
-                result.errors.append(LoadError(file=path.name, error=error or "not loaded"))
-                continue
-            seen[tool.name] = path.name
-            result.tools[tool.name] = tool
-        self._forget_removed(set(files))
+        enabled = [name for d in dirs for name in read_enabled(d, errors=errors)]
+        result = LoadResult(enabled=list(dict.fromkeys(enabled)), errors=errors)
+        present: set[Path] = set()
+        for index, tools_dir in enumerate(dirs):
+            files = sorted(tools_dir.glob("*.py")) if tools_dir.is_dir() else []
+            present.update(files)
+            prefix = "" if index == len(dirs) - 1 else f"d{index}__"  # the user's keep their plain names
+            seen: dict[str, str] = {}
+            for path in files:
+                if path.name.startswith("_"):
+                    continue
+                tool, error = self._load_file(path, reserved, prefix)
+                if error is None and tool is not None and tool.name in seen:
+                    error = f"tool name {tool.name!r} is already defined by {seen[tool.name]}"
+                if error is not None or tool is None:
+                    result.errors.append(LoadError(file=path.name, error=error or "not loaded"))
+                    continue
+                if tool.name in result.tools:
+                    log.info("bundled_tool_replaced", tool=tool.name, file=str(path))
+                seen[tool.name] = path.name
+                result.tools[tool.name] = tool
+        self._forget_removed(present)
         return result
 
-    def _load_file(self, path: Path, reserved: Collection[str]) -> tuple[Tool | None, str | None]:
+    def _load_file(self, path: Path, reserved: Collection[str], prefix: str = "") -> tuple[Tool | None, str | None]:
         stat = path.stat()
         stamp = (stat.st_mtime_ns, stat.st_size)
         cached = self._cache.get(path)
@@ -225,7 +239,7 @@ class UserToolLoader:
             return (None, problem) if problem else (cached.tool, None)
         self._cache.pop(path, None)
         try:
-            module = _import(path)
+            module = _import(path, prefix)
         except BaseException as exc:  # noqa: BLE001 - anything a user file does at import is reported
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -235,14 +249,13 @@ class UserToolLoader:
         if problem:
             return None, problem
         tool = _wrap(module, path)
-        self._cache[path] = _Cached(stamp=stamp, tool=tool)
+        self._cache[path] = _Cached(stamp=stamp, tool=tool, module=module.__name__)
         return tool, None
 
     def _forget_removed(self, present: set[Path]) -> None:
         for path in list(self._cache):
             if path not in present:
-                del self._cache[path]
-                sys.modules.pop(f"{PACKAGE}.{path.stem}", None)
+                sys.modules.pop(self._cache.pop(path).module, None)
 
 
 def read_enabled(tools_dir: Path, *, errors: list[LoadError]) -> list[str]:

@@ -81,8 +81,10 @@ def _instance(tool: ToolLike) -> Tool:
 class ToolRegistry:
     """Holds the tools; paths default to ``settings.TOOLS_DIR`` / ``settings.MCP_SERVERS_FILE`` at call time."""
 
-    def __init__(self, *, tools_dir: Path | None = None, mcp_file: Path | None = None) -> None:
+    def __init__(self, *, tools_dir: Path | None = None, mcp_file: Path | None = None,
+                 bundled_dir: Path | None = None) -> None:
         self._tools_dir = tools_dir
+        self._bundled_dir = bundled_dir
         self._mcp_file = mcp_file
         self._lock = threading.RLock()
         self._builtins: dict[str, Tool] = {}
@@ -99,7 +101,16 @@ class ToolRegistry:
     # --- paths -------------------------------------------------------------------
     @property
     def tools_dir(self) -> Path:
+        """The user's tools (TOOLS_DIR, in the data directory): write_tool writes here."""
         return self._tools_dir or Path(settings.TOOLS_DIR)
+
+    @property
+    def bundled_dir(self) -> Path | None:
+        """The tools shipped in the source tree (read-only for Navi); None when there are none."""
+        if self._bundled_dir is not None:
+            return self._bundled_dir
+        bundled = getattr(settings, "BUNDLED_TOOLS_DIR", None)
+        return Path(bundled) if bundled else None
 
     @property
     def mcp_file(self) -> Path:
@@ -212,8 +223,10 @@ class ToolRegistry:
 
     # --- reloading ----------------------------------------------------------------
     def reload_user_tools(self) -> ReloadReport:
-        """Re-read TOOLS_DIR (changed files are re-imported); builtins and MCP tools stay."""
-        result = self._loader.load(self.tools_dir, reserved=self.reserved_names())
+        """Re-read the bundled tools and TOOLS_DIR (changed files are re-imported); builtins and MCP tools stay."""
+        bundled = self.bundled_dir
+        dirs = [bundled, self.tools_dir] if bundled is not None and bundled != self.tools_dir else [self.tools_dir]
+        result = self._loader.load(dirs, reserved=self.reserved_names())
         with self._lock:
             self._user, self._user_errors, self._enabled_user = result.tools, result.errors, result.enabled
         log.info("user_tools_loaded", loaded=sorted(result.tools), errors=len(result.errors))
@@ -272,10 +285,16 @@ class ToolRegistry:
         if tool is None:
             return f"unknown tool '{name}'; available: {', '.join(available) or 'none'}"
         if allowed is not None and name not in allowed:
-            return f"tool '{name}' is not enabled for this profile; available: {', '.join(available) or 'none'}"
+            # The turn leaves out tools the user may not run: say that, not "not enabled".
+            problem = self._permission_problem(tool) if self._in_profile(name) else None
+            return problem or f"tool '{name}' is not enabled for this profile; available: {', '.join(available) or 'none'}"
         if not is_enabled_globally(name):
             return f"tool '{name}' is disabled by an administrator; use another tool or tell the user"
         return self._permission_problem(tool)
+
+    def _in_profile(self, name: str) -> bool:
+        profile = current_profile.get()
+        return profile is not None and name in self.tools_for_profile(getattr(profile, "enabled_tools", ()))
 
     def _permission_problem(self, tool: Tool) -> str | None:
         if not tool.dangerous or current_user_role.get() == "staff":

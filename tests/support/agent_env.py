@@ -64,6 +64,7 @@ def agent_env(transactional_db, fake_ollama, settings, tmp_path) -> AgentEnv:
     settings.LLM_STREAM_POLL_INTERVAL = 0.1
     settings.TOOLS_DIR = tmp_path / "tools"
     settings.TOOLS_DIR.mkdir()
+    settings.BUNDLED_TOOLS_DIR = None  # only the test's own tools
     reset_registry()
     reset_backends()  # capability caches must not leak between tests
     user = make_user("alice", staff=True)

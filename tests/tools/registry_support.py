@@ -20,6 +20,7 @@ def tools_env(settings: Any, tmp_path: Path) -> SimpleNamespace:
     """TOOLS_DIR, SESSION_FILES_DIR, DATA_DIR and MCP_SERVERS_FILE under tmp_path; ToolConfig cache cleared."""
     settings.TOOLS_DIR = tmp_path / "tools"
     settings.TOOLS_DIR.mkdir()
+    settings.BUNDLED_TOOLS_DIR = None  # only the test's own tools
     settings.SESSION_FILES_DIR = tmp_path / "session_files"
     settings.SESSION_FILES_DIR.mkdir(exist_ok=True)
     settings.DATA_DIR = tmp_path / "data"

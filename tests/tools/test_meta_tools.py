@@ -235,3 +235,47 @@ async def test_reload_tools_reports(registry, tools_env):  # noqa: F811
     assert "User tools loaded (1): greet" in result.output
     assert "ERROR broken.py: ModuleNotFoundError" in result.output
     assert registry.get("greet") is not None and registry.get("todo") is not None
+
+
+# --- user tools live in the data directory (issue 21) ---------------------------------
+
+async def test_write_tool_writes_to_the_data_directory_and_never_the_source_tree(registry, tools_env, settings, tmp_path):  # noqa: F811
+    import shutil
+
+    bundled = tmp_path / "bundled"
+    shutil.copytree(settings.BASE_DIR / "tools", bundled, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {p.name: p.read_bytes() for p in bundled.iterdir()}
+    settings.BUNDLED_TOOLS_DIR = bundled
+    registry.reload_user_tools()
+    assert {"get_current_datetime", "user_notes"} <= set(registry.enabled_user_tools)  # bundled ones load
+    with run_context(role="staff"):
+        written = await registry.execute("write_tool", {"name": "greet", "code": good_tool("greet")})
+        refused = await registry.execute("write_tool", {"name": "user_notes", "code": good_tool("user_notes")})
+        replaced = await registry.execute("write_tool", {"name": "user_notes", "code": good_tool("user_notes"),
+                                                         "overwrite": True})
+    assert written.success and "user tools directory" in written.output
+    assert not refused.success and "bundled with Navi" in refused.error and "overwrite=true" in refused.error
+    assert replaced.success, replaced.error
+    assert {p.name: p.read_bytes() for p in bundled.iterdir()} == before  # the source tree is untouched
+    assert sorted(p.name for p in tools_env.tools.iterdir()) == ["enabled.json", "greet.py", "user_notes.py"]
+    called = await registry.execute("user_notes", {"who": "Ann"})  # the user's version wins
+    assert called.success and called.output == "hello Ann"
+    assert (await registry.execute("get_current_datetime", {})).success
+
+
+def test_the_default_tools_dir_is_in_the_data_directory(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    env = {k: v for k, v in os.environ.items() if k not in {"TOOLS_DIR", "DJANGO_SETTINGS_MODULE"}}
+    env["NAVI_DATA_DIR"] = str(tmp_path / "data")
+    out = subprocess.run(
+        [sys.executable, "-c", "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'navi_site.settings'; "
+         "django.setup(); from django.conf import settings as s; print(s.TOOLS_DIR); print(s.BUNDLED_TOOLS_DIR)"],
+        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=60, check=True)
+    tools_dir, bundled = out.stdout.split()
+    assert tools_dir == str(tmp_path / "data" / "tools")
+    assert bundled == str(settings.BASE_DIR / "tools")

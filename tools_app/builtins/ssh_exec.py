@@ -9,15 +9,16 @@ the pool is used, and ``close_session_connections`` closes a session's ones.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from django.conf import settings
 
 from agent.ctx import current_session_id
+from navi_site.config import env_value
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.permissions import require_staff
 from tools_app.safety.ssh_hosts import SshHost, get_host, host_key_message, known_hosts_file
@@ -125,9 +126,12 @@ def _auth(host: SshHost) -> dict[str, Any]:
             raise ToolError(f"The key file {host.key_file} for SSH host {host.name!r} does not exist.")
         options["client_keys"] = [str(host.key_file)]
     if host.password_env:
-        password = os.environ.get(host.password_env)
+        # Like every setting: the environment first, then .env (the README says settings live there).
+        dotenv = getattr(settings, "NAVI_DOTENV", None)
+        password = env_value(host.password_env, Path(dotenv) if dotenv else None)
         if password is None:
-            raise ToolError(f"SSH host {host.name!r} expects its password in ${host.password_env}, which is not set.")
+            raise ToolError(f"SSH host {host.name!r} expects its password in {host.password_env}, which is set "
+                            f"neither in the environment nor in {dotenv or '.env'}.")
         options["password"] = password
     return options
 

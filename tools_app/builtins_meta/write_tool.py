@@ -1,7 +1,8 @@
 """``write_tool``: the agent installs a new user tool (spec 002 "Self-extension via write_tool").
 
 Validates without running the code (see ``codecheck`` for the policy), writes
-``TOOLS_DIR/<name>.py`` atomically, adds the name to ``enabled.json`` (atomic),
+``TOOLS_DIR/<name>.py`` atomically (the user tools directory, in the data directory: never the
+source tree), adds the name to ``TOOLS_DIR/enabled.json`` (atomic),
 reloads the user tools and reports whether the new one loaded. Staff only.
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _forbidden_roots() -> list[Path]:
 def _check_name(name: str, reserved: set[str]) -> None:
     if any(part in name for part in ("/", "\\", "..")) or name.startswith("~"):
         raise ToolError(f"invalid tool name {name!r}: a tool name is not a path; use lowercase letters, digits "
-                        "and underscores (e.g. weather_lookup). The file is always tools/<name>.py")
+                        "and underscores (e.g. weather_lookup). The file is always <name>.py in the user tools directory")
     problem = validate_name(name, reserved)
     if problem:
         raise ToolError(problem)
@@ -74,7 +75,8 @@ def _install(tools_dir: Path, name: str, code: str) -> None:
 class WriteToolTool(RegistryTool):
     name: ClassVar[str] = "write_tool"
     description: ClassVar[str] = (
-        "Install a new user tool permanently: writes tools/<name>.py, enables it for every profile and reloads. "
+        "Install a new user tool permanently: writes <name>.py into the user tools directory, enables it for "
+        "every profile and reloads. "
         "'code' must be a Python module in this format:\n" + EXAMPLE +
         "Rules: `name` must equal the 'name' argument; `parameters` is a literal JSON schema; execute gets the "
         "arguments dict and returns a string (raise an exception to fail). Module level may only hold imports "
@@ -108,15 +110,19 @@ class WriteToolTool(RegistryTool):
         report = await asyncio.to_thread(registry.reload_user_tools)
         if name in report.loaded:
             return ToolResult(success=True, output=(
-                f"Wrote tools/{name}.py, enabled it for all profiles and reloaded. It is usable from the next "
+                f"Wrote {name}.py to the user tools directory, enabled it for all profiles and reloaded. It is "
+                f"usable from the next "
                 f"message; test it now with test_tool (name={name!r})."))
         errors = [e.error for e in report.errors if e.file == f"{name}.py"] or ["it did not load"]
-        raise ToolError(f"wrote tools/{name}.py but it failed to load: {errors[0]}. "
+        raise ToolError(f"wrote {name}.py but it failed to load: {errors[0]}. "
                         "Fix it and call write_tool again with overwrite=true.")
 
     def _check_existing(self, name: str, *, overwrite: bool) -> None:
         existing = self.registry.get(name)
         if existing is not None and existing.source == "user" and getattr(existing, "_file", "") != f"{name}.py":
             raise ToolError(f"a user tool named {name!r} already exists in {getattr(existing, '_file', '?')}; choose another name")
-        if (self.registry.tools_dir / f"{name}.py").exists() and not overwrite:
-            raise ToolError(f"tools/{name}.py already exists; pass overwrite=true to replace it, or pick a new name")
+        mine = (self.registry.tools_dir / f"{name}.py").exists()
+        if (mine or (existing is not None and existing.source == "user")) and not overwrite:
+            whose = "" if mine else " (a tool bundled with Navi: your version would replace it)"
+            raise ToolError(f"a tool named {name!r} already exists{whose}; pass overwrite=true to replace it, "
+                            "or pick a new name")
