@@ -14,7 +14,7 @@ log = structlog.get_logger(__name__)
 def recover_turns() -> list[Recovered]:
     """Call from sync code: ``manage.py start`` and the beat task ``sessions.recover_turns``."""
     from sessions_app.bus import publish
-    from sessions_app.runs import get_run_registry
+    from sessions_app.runs.instance import get_run_registry
 
     closed = turns_recover(live_run_ids=drafts.live_run_ids())
     if not closed:
