@@ -49,7 +49,7 @@ def _isolated_files(settings, tmp_path):
     settings.SESSION_FILES_DIR.mkdir()
     settings.SKILLS_DIR = tmp_path / "skills"
     settings.TOOLS_DIR = tmp_path / "user_tools"
-    settings.DATA_DIR = tmp_path / "data"  # never the checkout's data/ (a running Navi's server.json)
+    settings.DATA_DIR = tmp_path / "navi_data"  # never the checkout's data/ (a running Navi's server.json)
     settings.DATA_DIR.mkdir()
     yield
 

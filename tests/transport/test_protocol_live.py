@@ -262,8 +262,7 @@ async def test_the_server_pings_at_ws_ping_seconds(navi: Any) -> None:
 
 async def test_rest_message_is_streamed_to_websocket_clients(navi: Any, fake_ollama: Any) -> None:
     sid = _session(navi)
-    fake_ollama.script(text="DIRECT")
-    fake_ollama.script(text="Answer over REST.")
+    fake_ollama.script(text="Answer over REST.")  # no planner call first: run() has no planning phase
     ws = await _idle(navi, sid)
     status, out = await asyncio.to_thread(navi.request, "POST", f"/sessions/{sid}/messages",
                                           {"content": "Answer me over REST"})
