@@ -171,8 +171,9 @@ async def test_skill_write_is_staff_only(agent_env, skills_root: Path) -> None:
 
     events = [e.to_dict() async for e in get_agent().run_stream(str(session.id), "save how to check the disk")]
     result = [e["result"] for e in events if e["type"] == "tool_call"][0]
-    assert result.startswith("Error: tool 'skill_write' is not enabled for this profile; available: todo, scratchpad, "
-                             "skill_view")  # a tool the user may not run is not offered at all
+    # Not offered to a user who may not run it, and if called anyway, refused with the reason (issue 21).
+    assert result.startswith("Error: permission denied: 'skill_write'") and "only staff users may run it" in result
+    assert {t["function"]["name"] for t in agent_env.requests()[0]["tools"]} == {"todo", "scratchpad", "skill_view"}
     system = agent_env.requests()[0]["messages"][0]["content"]
     assert "skill_write" not in system  # nor named in the prompt
     await sync_to_async(get_user_model().objects.filter(username="bob").update)(is_staff=True)
