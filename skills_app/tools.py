@@ -8,25 +8,27 @@ skill it used (the chat shows it as a chip on the turn).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
 
 from agent.ctx import current_profile, current_session_id, current_user_id
 from navi_site.errors import NaviError
-from skills_app.catalog import get_catalog
+from skills_app.catalog import enabled_names, get_catalog
 from skills_app.format import SKILL_FILE, SkillFormatError
 from skills_app.store import SkillNotFound, get_store
 from tools_app.base import Tool, ToolError, ToolResult
 
 
-def _enabled_listing() -> str:
+def _enabled(skills: Iterable[str]) -> list[str]:
+    """The skills of the run's profile (the ones its prompt lists)."""
     profile = current_profile.get()
-    names = sorted(get_catalog().scan().skills)
-    wanted = tuple(getattr(profile, "enabled_skills", ()) or ())
-    if wanted and "*" not in wanted:
-        names = [n for n in names if n in wanted]
-    return ", ".join(names) or "none"
+    return enabled_names(profile, list(skills)) if profile is not None else []
+
+
+def _enabled_listing() -> str:
+    return ", ".join(_enabled(get_catalog().scan().skills)) or "none"
 
 
 def _view(name: str, file: str | None) -> ToolResult:
@@ -35,6 +37,8 @@ def _view(name: str, file: str | None) -> ToolResult:
         skill = get_catalog().scan().skills.get(name)  # the prompt's own index: no re-read of every skill
         if skill is None:
             raise SkillNotFound(f"there is no skill named {name!r}")
+        if name not in _enabled([name]):
+            raise SkillNotFound(f"the skill {name!r} is not enabled for this profile")
         if file and file.strip() and file.strip() != SKILL_FILE:
             text = store.read_file(name, file.strip(), skill=skill)
             return ToolResult(success=True, output=f"# {name}/{file.strip()}\n\n{text}",

@@ -69,6 +69,26 @@ async def test_an_unknown_skill_or_file_tells_the_model_what_exists(agent_env, t
     assert results[1][0] is False and "contains '..'" in results[1][1]
 
 
+async def test_a_skill_the_profile_does_not_list_is_not_read(agent_env, two_skills: Path) -> None:
+    """Enabled per profile means usable per profile: skill_view refuses another profile's skill by name."""
+    await agent_env.set_profile(enabled_tools=TOOLS, enabled_skills=["backup-check"])
+    fake = agent_env.fake
+    fake.script(tool_calls=[{"name": "skill_view", "arguments": {"name": "plant-care"}}])
+    fake.script(tool_calls=[{"name": "skill_view", "arguments": {"name": "plant-care", "file": "SKILL.md"}}])
+    fake.script(text="ok")
+    events = await agent_env.run("plants?")
+    results = [(e["success"], e["result"]) for e in events if e["type"] == "tool_call"]
+    refused = (False, "Error: the skill 'plant-care' is not enabled for this profile. Skills of this profile: backup-check")
+    assert results == [refused, refused]
+    assert "PLANT-BODY" not in str(agent_env.requests())
+    await agent_env.set_profile(enabled_tools=TOOLS, enabled_skills=[])
+    fake.script(tool_calls=[{"name": "skill_view", "arguments": {"name": "backup-check"}}])
+    fake.script(text="ok")
+    events = await agent_env.run("backups?")
+    result = [e["result"] for e in events if e["type"] == "tool_call"][0]
+    assert result == "Error: the skill 'backup-check' is not enabled for this profile. Skills of this profile: none"
+
+
 async def test_no_block_without_skill_view_or_enabled_skills(agent_env, two_skills: Path) -> None:
     await agent_env.set_profile(enabled_tools=["todo"], enabled_skills=["backup-check"])
     agent_env.fake.script(text="hi")
