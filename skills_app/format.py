@@ -73,6 +73,24 @@ def decode_text(data: bytes, *, what: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error: YAML's
+    last-one-wins would silently drop the first 'description', say, and the user would not know."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            line = key_node.start_mark.line + 2  # the front matter starts on the file's line 2
+            if key in seen:
+                raise SkillFormatError(f"the front matter of SKILL.md has {str(key)!r} twice (lines {seen[key]} and "
+                                       f"{line}); keep one")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     match = _FRONT.match(text)
     if match is None:
@@ -80,7 +98,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
             "SKILL.md must start with YAML front matter: a line '---', then 'name: ...' and "
             "'description: ...', then a closing line '---', then the Markdown instructions")
     try:
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(match.group(1), Loader=_Loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2}, column {mark.column + 1} of SKILL.md)" if mark is not None else ""

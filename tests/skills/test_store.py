@@ -5,6 +5,7 @@ Every bad input is refused with a message that names the problem, and what was s
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,13 @@ def test_a_full_skill_md_parses() -> None:
     (f"---\nname: a\ndescription: d\ncompatibility: {'c' * 501}\n---\nbody", "at most 500"),
     ("---\nname: a\ndescription: d\nmetadata: just text\n---\nbody", "'metadata' field must be a mapping"),
     ("---\nname: a\ndescription: d\nallowed-tools: {x: 1}\n---\nbody", "'allowed-tools' field must be"),
+    ("---\nname: a\ndescription: one\ndescription: two\n---\nbody",
+     "the front matter of SKILL.md has 'description' twice (lines 3 and 4); keep one"),
+    ("---\nname: a\nname: b\ndescription: d\n---\nbody", "has 'name' twice (lines 2 and 3)"),
+    ("---\nname: a\ndescription: d\nmetadata:\n  k: 1\n  k: 2\n---\nbody", "has 'k' twice (lines 5 and 6)"),
 ])
 def test_malformed_front_matter_is_refused_with_the_reason(text: str, message: str) -> None:
-    with pytest.raises(SkillFormatError, match=message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(SkillFormatError, match=re.escape(message)):
         parse_skill(text)
 
 
