@@ -281,10 +281,9 @@ class SkillStore:
                 note: str = "") -> Version:
         number = (versions[-1].number if versions else 0) + 1
         base = self.meta / "versions" / name
-        tmp = self._tmp("version")
-        write_folder(tmp, files)
-        base.mkdir(parents=True, exist_ok=True)
-        tmp.rename(base / f"{number:04d}")
+        with self._aside("version", files) as tmp:
+            base.mkdir(parents=True, exist_ok=True)
+            tmp.rename(base / f"{number:04d}")
         version = Version(number=number, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
                           source=source, by=by, note=note, sha=digest(files))
         _write_json(base / f"{number:04d}.json", version.to_dict())
@@ -292,16 +291,32 @@ class SkillStore:
         return version
 
     def _swap_in(self, name: str, files: Files) -> None:
-        new = self._tmp("new")
-        write_folder(new, files)
         target = self.root / name
         old = None
-        if target.exists() or target.is_symlink():
-            old = self._tmp("old")
-            target.rename(old)
-        new.rename(target)
+        with self._aside("new", files) as new:
+            if target.exists() or target.is_symlink():
+                old = self._tmp("old")
+                target.rename(old)
+            try:
+                new.rename(target)
+            except OSError:
+                if old is not None:
+                    old.rename(target)  # the current version stays where it was
+                raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True) if old.is_dir() and not old.is_symlink() else old.unlink()
+
+    @contextmanager
+    def _aside(self, kind: str, files: Files) -> Iterator[Path]:
+        """``files`` written into a new folder beside the store, for the caller to move in place; removed
+        again if writing or the move fails (a full disk leaves no half-written folder behind)."""
+        tmp = self._tmp(kind)
+        try:
+            write_folder(tmp, files)
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     def _tmp(self, kind: str) -> Path:
         base = self.meta / "tmp"

@@ -20,6 +20,8 @@ MAX_FILE_BYTES = 1024 * 1024          # one file of a skill
 MAX_SKILL_BYTES = 5 * 1024 * 1024     # all files of a skill, unpacked
 MAX_FILES = 200                       # files in a skill
 MAX_ARCHIVE_ENTRIES = 1000            # entries (files and folders) in an uploaded archive
+MAX_NAME_BYTES = 255                  # one file or folder name (what file systems take)
+MAX_DEPTH = 12                        # folders inside a skill (references/topic/…/file.md)
 TEXT_SUFFIXES = frozenset({
     ".md", ".markdown", ".txt", ".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".json", ".yaml", ".yml", ".toml",
     ".ini", ".cfg", ".conf", ".csv", ".tsv", ".html", ".htm", ".xml", ".sql", ".rst", ".css", "",
@@ -48,6 +50,14 @@ def clean_path(raw: str) -> str:
         raise SkillFormatError(f"the path {raw!r} contains '..'; paths must stay inside the skill's folder")
     if not parts:
         raise SkillFormatError(f"the path {raw!r} names no file")
+    shown = raw if len(raw) <= 80 else raw[:60] + "…"
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        raise SkillFormatError(f"the path {shown!r} contains a control character (a line break, a tab, …); rename the file")
+    if any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in parts):
+        raise SkillFormatError(f"the path {shown!r} is too long: one name in a path may have at most "
+                               f"{MAX_NAME_BYTES} bytes")
+    if len(parts) > MAX_DEPTH + 1:
+        raise SkillFormatError(f"the path {shown!r} is nested too deeply: at most {MAX_DEPTH} folders inside a skill")
     return "/".join(parts)
 
 
@@ -62,9 +72,12 @@ def check_tree(files: Files, *, folder: str | None = None) -> SkillDoc:
     if len(files) > MAX_FILES:
         raise SkillFormatError(f"the skill has {len(files)} files; at most {MAX_FILES} are allowed")
     total = 0
+    folders = {path.rsplit("/", i)[0] for path in files for i in range(1, path.count("/") + 1)}
     for path, data in files.items():
         if clean_path(path) != path:
             raise SkillFormatError(f"the path {path!r} is not in normal form")
+        if path in folders:
+            raise SkillFormatError(f"the skill has both a file and a folder named {path!r}; rename one of them")
         if len(data) > MAX_FILE_BYTES:
             raise SkillFormatError(f"{path} is {_mb(len(data))}; one file may be at most {_mb(MAX_FILE_BYTES)}")
         total += len(data)

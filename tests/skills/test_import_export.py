@@ -81,6 +81,8 @@ def test_upload_installs_enables_and_exports_the_same_files(api: Any, skills_roo
     (make_zip({"x/SKILL.md": "---\nname: x\ndescription: [broken\n---\n"}), "not valid YAML"),
     (make_zip({"x/SKILL.md": skill_md("y")}), "named 'y' but its folder is 'x'"),
     (make_zip({"x/SKILL.md": b"---\nname: x\ndescription: caf\xe9\n---\n"}), "is not UTF-8 text"),
+    (make_zip({"x/SKILL.md": skill_md("x"), "x/a": "1", "x/a/b.md": "2"}), "both a file and a folder named 'a'"),
+    (make_zip({"x/SKILL.md": skill_md("x"), "x/" + "n" * 300: "1"}), "is too long"),
 ])
 def test_bad_uploads_are_refused_and_nothing_changes(api: Any, skills_root: Path, archive: bytes, message: str) -> None:
     SkillStore().save("keep", {"SKILL.md": skill_md("keep").encode()}, source="install")

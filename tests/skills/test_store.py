@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from skills_app.format import SkillFormatError, parse_skill
-from skills_app.store import SkillNotFound, SkillStore
+from skills_app.store import SkillNotFound, SkillStore, SkillStoreError
 from skills_app.tree import (
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -228,11 +228,29 @@ def test_export_and_import_round_trip(skills_root: Path) -> None:
     (make_zip({"a/SKILL.md": skill_md("a"), "b/SKILL.md": skill_md("b")}), "has no SKILL.md at its top"),
     (make_zip({"a/SKILL.md": skill_md("a"), "a/huge.bin": b"\0" * (MAX_FILE_BYTES + 1)}), "one file may be at most"),
     (make_zip({f"a/f{i}.md": "x" for i in range(MAX_FILES + 1)} | {"a/SKILL.md": skill_md("a")}), "at most 200"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/notes": "x", "a/notes/more.md": "y"}),
+     "has both a file and a folder named 'notes'"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/SKILL.md/x.md": "y"}), "both a file and a folder named 'SKILL.md'"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/" + "x" * 256 + ".md": "y"}), "is too long: one name in a path"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/" + "d/" * 2000 + "x.md": "y"}), "is nested too deeply"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/" + "abcdefghi/" * 15 + "x.md": "y"}), "is nested too deeply"),
+    (make_zip({"a/SKILL.md": skill_md("a"), "a/two\nlines.md": "y"}), "contains a control character"),
 ])
 def test_bad_archives_are_refused_with_the_reason(archive: bytes, message: str) -> None:
     with pytest.raises(SkillFormatError, match=message):
         files, top = read_archive(archive)
         check_tree(files, folder=top)
+
+
+def test_a_save_the_disk_refuses_leaves_no_trace(skills_root: Path) -> None:
+    store = SkillStore()
+    store.save("a", {"SKILL.md": skill_md("a").encode()}, source="install")
+    versions = skills_root / ".navi" / "versions"
+    (versions / "b").write_text("a file where the versions folder of 'b' should be")
+    with pytest.raises(SkillStoreError, match="could not write to the skills directory"):
+        store.save("b", {"SKILL.md": skill_md("b").encode()}, source="install")
+    assert not (skills_root / "b").exists() and store.read_file("a", "SKILL.md") == skill_md("a")
+    assert list((skills_root / ".navi" / "tmp").iterdir()) == []  # the folder written aside is gone too
 
 
 def test_a_zip_bomb_is_refused_before_and_while_unpacking() -> None:
