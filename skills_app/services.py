@@ -220,7 +220,8 @@ def _files_for(name: str, content: str) -> Files:
 
 def proposal_accept(*, user: Any, proposal_id: int, content: str | None = None) -> SkillProposal:
     """Save the proposal (or the user's edited Markdown) as a new version and enable it for the
-    session's profile. Raises NotFound, PermissionDenied, Conflict (already decided), BadRequest."""
+    session's profile. Raises NotFound, PermissionDenied, Conflict (already decided, or an edit renamed
+    it to another existing skill), BadRequest."""
     proposal = proposal_access(user=user, proposal_id=proposal_id)
     if not may_write_skills(user, proposal.profile_id):
         raise PermissionDenied("Only staff users may add skills (an administrator can allow skill_write for all users).")
@@ -229,6 +230,9 @@ def proposal_accept(*, user: Any, proposal_id: int, content: str | None = None) 
         doc = check_tree({SKILL_FILE: text.encode("utf-8")})
     except SkillFormatError as exc:
         raise BadRequest(f"The skill was not saved: {exc}") from None
+    if doc.name != proposal.name and doc.name in get_store().scan().skills:
+        raise Conflict(f"The skill was not saved: a skill named {doc.name!r} already exists. Keep the proposed name "
+                       f"{proposal.name!r} or choose a new one.")
     with transaction.atomic():
         locked = SkillProposal.objects.select_for_update().get(pk=proposal.pk)
         if locked.status != SkillProposal.Status.PENDING:

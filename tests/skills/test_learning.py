@@ -108,6 +108,30 @@ async def test_an_edit_with_bad_markdown_is_refused_and_the_proposal_stays(agent
     assert discarded.json()["status"] == "discarded" and not (skills_root / "disk-report").exists()
 
 
+async def test_an_edit_that_renames_onto_another_skill_is_refused(agent_env, skills_root: Path, settings: Any) -> None:
+    """The card said "a new skill": saving it over another skill (a bundled one, say) needs its own proposal."""
+    from tests.skills.conftest import make_skill
+
+    make_skill(Path(settings.SKILLS_BUNDLED_DIR), "morning-news", description="Bundled news briefing.")
+    await agent_env.set_profile(enabled_tools=TOOLS)
+    _script_task(agent_env.fake)
+    await agent_env.run("how is my server?")
+    [proposal] = await _after_turn(agent_env)
+    api = await _api(agent_env)
+    renamed = SKILL.replace("name: disk-report", "name: morning-news")
+    response = await sync_to_async(api.post)(f"/skill-proposals/{proposal.pk}/accept", {"content": renamed})
+    assert response.status_code == 409 and response.json()["detail"] == (
+        "The skill was not saved: a skill named 'morning-news' already exists. Keep the proposed name "
+        "'disk-report' or choose a new one.")
+    await sync_to_async(proposal.refresh_from_db)()
+    assert proposal.status == "pending"
+    skill = SkillStore().get("morning-news")
+    assert skill.source == "bundled" and skill.description == "Bundled news briefing."
+    fresh = SKILL.replace("name: disk-report", "name: disk-and-load")
+    response = await sync_to_async(api.post)(f"/skill-proposals/{proposal.pk}/accept", {"content": fresh})
+    assert response.json()["name"] == "disk-and-load" and response.json()["version"] == 1
+
+
 async def test_skill_write_is_refused_too_early_twice_or_with_bad_content(agent_env, skills_root: Path) -> None:
     await agent_env.set_profile(enabled_tools=TOOLS, max_iterations=10)
     fake = agent_env.fake
