@@ -57,13 +57,15 @@ def _upload_limit() -> int:
 
 
 class _CappedUpload(FileUploadHandler):
-    """Keeps an upload in memory up to the limit; past it, stops (the view answers 413)."""
+    """Keeps an upload in memory up to the limit, counted over all the files of the request (the body
+    is parsed before authentication, by the CSRF check); past it, stops (the view answers 413)."""
 
     def __init__(self, request: Any = None, *, limit: int) -> None:
         super().__init__(request)
         self.limit = limit
         self.exceeded = False
         self._buffer = io.BytesIO()
+        self._received = 0
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
@@ -72,7 +74,8 @@ class _CappedUpload(FileUploadHandler):
         self._buffer = io.BytesIO()
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
-        if start + len(raw_data) > self.limit:
+        self._received += len(raw_data)
+        if self._received > self.limit:
             self._stop()
         self._buffer.write(raw_data)
         return None

@@ -98,6 +98,10 @@ def test_an_oversized_upload_is_413_and_non_staff_may_not_install(api: Any, othe
     settings.SKILLS_UPLOAD_MAX_MB = 0.01
     big = _upload(api, b"PK" + b"\0" * 20_000)
     assert big.status_code == 413 and "larger than 0.01 MB (SKILLS_UPLOAD_MAX_MB)" in big.json()["detail"]
+    # The limit holds for the whole request: many files each under it are not kept in memory either.
+    parts = {f"file{i}": SimpleUploadedFile(f"s{i}.zip", b"PK" + b"\0" * 4000) for i in range(4)}
+    many = api.client.post("/skills", {"file": SimpleUploadedFile("s.zip", b"PK" + b"\0" * 4000), **parts})
+    assert many.status_code == 413 and "larger than 0.01 MB" in many.json()["detail"]
     settings.SKILLS_UPLOAD_MAX_MB = 5
     denied = _upload(other_api, make_zip({"x/SKILL.md": skill_md("x")}))
     assert denied.status_code == 403 and denied.json()["detail"] == "Only staff users may install skills; ask an administrator."
