@@ -71,8 +71,8 @@ def run_tests(args: list[str]) -> int:
     say("== ruff check ==")
     if subprocess.run([str(PY), "-m", "ruff", "check", "."], cwd=ROOT).returncode != 0:
         failures.append("ruff")
-    say("== mypy agent tools_app ==")
-    if subprocess.run([str(PY), "-m", "mypy", "agent", "tools_app"], cwd=ROOT).returncode != 0:
+    say("== mypy agent tools_app skills_app ==")
+    if subprocess.run([str(PY), "-m", "mypy", "agent", "tools_app", "skills_app"], cwd=ROOT).returncode != 0:
         failures.append("mypy")
     base = {k: v for k, v in os.environ.items() if k in {"DATABASE_URL", "REDIS_URL"}}
     for key in base:

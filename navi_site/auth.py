@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer, SessionAuth
@@ -11,7 +11,7 @@ from ninja.security import HttpBearer, SessionAuth
 from sessions_app.models import ApiToken
 
 
-def user_for_token(raw: str) -> AbstractBaseUser | None:
+def user_for_token(raw: str) -> User | None:
     """The active user of an active token, or None. Records when the token was used."""
     token = ApiToken.lookup(raw)
     if token is None:
