@@ -1,9 +1,13 @@
-"""Screenshots of the main states of the chat client, saved to docs/screenshots/*.png.
+"""Screenshots of the main states of the chat client.
 
 They are for people (README, reviews): the test checks the states render, the pictures show how.
+A normal run writes them to a temporary folder, so the suite never rewrites tracked files;
+``NAVI_UPDATE_SCREENSHOTS=1`` writes them to docs/screenshots/*.png (the README's pictures) instead.
 """
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,8 @@ from tests.support.live import LiveNavi
 
 pytestmark = pytest.mark.browser
 
-OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+NAMES = ("empty", "plan-card", "streaming-tools", "recall-banner", "dark", "mobile-375", "mobile-375-drawer")
 
 ANSWER = """Your root disk is **71% full** (29 GB free). The biggest folders:
 
@@ -35,10 +40,26 @@ sudo journalctl --vacuum-time=14d
 Want me to schedule a weekly check?"""
 
 
-def shot(page: Page, name: str) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    page.wait_for_timeout(250)  # let transitions settle
-    page.screenshot(path=str(OUT / f"{name}.png"))
+def screenshots_dir(tmp: Path) -> Path:
+    """docs/screenshots when asked to update them (NAVI_UPDATE_SCREENSHOTS=1), else ``tmp``."""
+    return DOCS if os.environ.get("NAVI_UPDATE_SCREENSHOTS") == "1" else tmp
+
+
+@dataclass(frozen=True, slots=True)
+class Shots:
+    out: Path
+
+    def __call__(self, page: Page, name: str) -> None:
+        assert name in NAMES, name
+        page.wait_for_timeout(250)  # let transitions settle
+        page.screenshot(path=str(self.out / f"{name}.png"))
+
+
+@pytest.fixture
+def shot(tmp_path: Path) -> Shots:
+    out = screenshots_dir(tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    return Shots(out)
 
 
 def rich_history(navi: LiveNavi) -> str:
@@ -59,7 +80,16 @@ def rich_history(navi: LiveNavi) -> str:
     return sid
 
 
-def test_screenshots(watched: Watched, browser_navi: LiveNavi, fake: FakeLLMServer, side_replies: SideReplies) -> None:
+def test_a_normal_run_leaves_the_documented_screenshots_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NAVI_UPDATE_SCREENSHOTS", raising=False)
+    assert screenshots_dir(tmp_path) == tmp_path
+    monkeypatch.setenv("NAVI_UPDATE_SCREENSHOTS", "1")
+    assert screenshots_dir(tmp_path) == DOCS
+    assert sorted(p.stem for p in DOCS.glob("*.png")) == sorted(NAMES)  # what the README shows exists
+
+
+def test_screenshots(watched: Watched, browser_navi: LiveNavi, fake: FakeLLMServer, side_replies: SideReplies,
+                     shot: Shots) -> None:
     page = watched.open()
     expect(page.locator("#empty-state")).to_be_visible()
     shot(page, "empty")
@@ -113,3 +143,5 @@ def test_screenshots(watched: Watched, browser_navi: LiveNavi, fake: FakeLLMServ
     shot(page, "mobile-375-drawer")
     page.click("#scrim", position={"x": 360, "y": 300})
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 375
+    assert sorted(p.stem for p in shot.out.glob("*.png")) == sorted(NAMES)
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in shot.out.glob("*.png"))
