@@ -6,6 +6,7 @@ scale-out (NAVI_TEST_TIER=scaleout: PostgreSQL + Redis, set up by navi.py test).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -39,6 +40,26 @@ def _no_kept_connections_in_this_process() -> None:
     from django.conf import settings
 
     settings.DB_CONNECTION_KEEP_S = 0
+
+
+@pytest.fixture(autouse=True)
+def _close_connections_of_other_threads(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Scale-out tier: an async test's ORM calls run in asgiref's one sync thread and in its event
+    loop's executor threads (``sync_to_async(thread_sensitive=False)``). Their PostgreSQL connections
+    never reach a request boundary, so nothing closed them: asgiref's thread kept one for the whole
+    run, and an ended executor thread's stayed open until the garbage collector found it, so the test
+    database could not be dropped at the end ("is being accessed by other users"). Close them after
+    each test that may have opened them."""
+    yield
+    if TIER != "scaleout" or "transactional_db" not in request.fixturenames:
+        return
+    import gc
+
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+    gc.collect()  # the executor threads have ended with the test's loop; collecting closes what they held
 
 
 @pytest.fixture(autouse=True)
