@@ -26,6 +26,9 @@ current_user_info: ContextVar[dict[str, Any] | None] = ContextVar("current_user_
 # The AgentProfile spec (agent.profiles.ProfileSpec) the current run uses.
 current_profile: ContextVar[Any | None] = ContextVar("current_profile", default=None)
 
+# The turn's agent.gate.TurnGuard (taint and rules); a subagent builds its own from it.
+current_guard: ContextVar[Any | None] = ContextVar("current_guard", default=None)
+
 ALL_VARS: tuple[ContextVar[Any], ...] = (
     current_session_id,
     current_event_sink,
@@ -35,6 +38,7 @@ ALL_VARS: tuple[ContextVar[Any], ...] = (
     current_user_role,
     current_user_info,
     current_profile,
+    current_guard,
 )
 
 

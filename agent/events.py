@@ -5,7 +5,7 @@ fans an event out; the dataclasses themselves know nothing about transport.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -128,6 +128,38 @@ class Error(_Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequired(_Event):
+    """A tool call waits for the user's decision (issue 20); the turn pauses until it comes.
+
+    ``tainted_by``: the untrusted content this turn took in that made the call need approval
+    ("example.com"); empty when the policy alone asks. ``expires_at`` is ISO 8601 (UTC)."""
+
+    approval_id: str
+    tool: str
+    args: dict[str, Any]
+    reason: str
+    touches: str = ""
+    tainted_by: list[str] = field(default_factory=list)
+    expires_at: str = ""
+    is_subagent: bool = False
+    type: Literal["approval_required"] = "approval_required"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalResolved(_Event):
+    """How an approval ended: ``decision`` is approved, denied, expired or cancelled (Stop);
+    ``scope`` "once" or "session"; ``decided_by`` the user's name (empty: nobody decided)."""
+
+    approval_id: str
+    decision: str
+    scope: str = "once"
+    decided_by: str = ""
+    reason: str = ""
+    is_subagent: bool = False
+    type: Literal["approval_resolved"] = "approval_resolved"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecallUpdate(_Event):
     session_id: str
     recall_id: str | None = None
@@ -175,6 +207,8 @@ AgentEvent = (
     | ContextCompressed
     | ProfileSwitched
     | Error
+    | ApprovalRequired
+    | ApprovalResolved
     | RecallUpdate
     | SkillProposalUpdate
     | Heartbeat
@@ -194,7 +228,8 @@ EVENT_TYPES: dict[str, type[Any]] = {
     for cls in (
         StreamStart, ThinkingDelta, ThinkingEnd, TurnThinking, PlanReady, ToolStarted,
         ToolCall, StreamDelta, StreamEnd, StreamStopped, ContextCompressed,
-        ProfileSwitched, Error, RecallUpdate, SkillProposalUpdate, Heartbeat, SessionSync,
+        ProfileSwitched, Error, ApprovalRequired, ApprovalResolved, RecallUpdate, SkillProposalUpdate, Heartbeat,
+        SessionSync,
     )
 }
 
@@ -207,7 +242,7 @@ def event_from_dict(data: dict[str, Any]) -> AgentEvent:
 
 def mark_subagent(event: AgentEvent) -> AgentEvent:
     """The same event with is_subagent=True where the event has that field."""
-    if isinstance(event, (ToolStarted, ToolCall, TurnThinking)):
+    if isinstance(event, (ToolStarted, ToolCall, TurnThinking, ApprovalRequired, ApprovalResolved)):
         from dataclasses import replace
 
         return replace(event, is_subagent=True)

@@ -8,6 +8,7 @@ the context, (7) anti-stall counters and failed steps, (8) profile switch reload
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -16,7 +17,7 @@ import structlog
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from agent import ctx, ports
+from agent import ctx, gate, ports
 from agent.aids import (
     RETRY_ANSWER,
     Decision,
@@ -99,8 +100,13 @@ class Agent:
         user_role: str | None = None,
         run_id: str | None = None,
         planning: bool = True,
+        rules: gate.RunRules | None = None,
+        tainted_by: Sequence[str] = (),
     ) -> AsyncIterator[AgentEvent]:
-        """Stream one turn. Ends with StreamEnd (+ ContextCompressed), StreamStopped or Error."""
+        """Stream one turn. Ends with StreamEnd (+ ContextCompressed), StreamStopped or Error.
+
+        ``rules``: an unattended run's own rules (a recall's; None for a live turn); ``tainted_by``:
+        untrusted content the turn starts with (an incoming message), see ``agent.gate``."""
         run_id = run_id or uuid.uuid4().hex[:16]
         stop_event = stop_event or asyncio.Event()
         saved = ctx.snapshot()
@@ -112,7 +118,7 @@ class Agent:
             except SessionNotFound as exc:
                 yield Error(message=str(exc))
                 return
-            profile = await aload_profile(state.profile_id)
+            profile = _capped(await aload_profile(state.profile_id), rules)
             role = user_role or ("staff" if state.owner_is_staff else "user")
             self._set_context(str(session_id), stop_event, user_id or state.owner_id, role, state.owner_info, profile)
             content = _with_files(user_message, files)
@@ -122,8 +128,10 @@ class Agent:
             async def save(message: ChatMessage, buffer: str) -> None:
                 await self.store.append(str(session_id), message, run_id=run_id, buffer=buffer)
 
+            guard = gate.TurnGuard(taint=gate.Taint(tuple(tainted_by)), rules=rules, run_id=run_id)
+            ctx.current_guard.set(guard)
             turn = Turn(session_id=str(session_id), profile=profile, history=history, save=save,
-                        stop_event=stop_event, goal=user_message, memory=memory)
+                        stop_event=stop_event, goal=user_message, memory=memory, guard=guard)
             await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall))
             if _compression_due(state.context_token_count):
                 async for ev in self._compress(turn):
@@ -183,7 +191,11 @@ class Agent:
                 profile = parent_profile
             else:
                 raise LLMError("spawn_agent needs a profile_id when there is no parent session.")
+            parent_guard = ctx.current_guard.get()
+            guard = parent_guard.child() if isinstance(parent_guard, gate.TurnGuard) else gate.TurnGuard()
+            profile = _capped(profile, guard.rules)
             session_id = parent_session_id or f"subagent_{uuid.uuid4().hex[:12]}"
+            ctx.current_guard.set(guard)
             ctx.current_session_id.set(session_id)
             ctx.current_profile.set(profile)
             ctx.current_model.set(profile.model or settings.OLLAMA_DEFAULT_MODEL)
@@ -195,11 +207,12 @@ class Agent:
 
             turn = Turn(session_id=session_id, profile=profile, history=messages, save=save, stop_event=stop_event,
                         goal=user_message, memory=memory, emit=False, subagent=True, persistent=False,
-                        excluded_tools=SUBAGENT_EXCLUDED)
+                        excluded_tools=SUBAGENT_EXCLUDED, guard=guard)
             await turn.add(ChatMessage(role="user", content=user_message))
             limit = timeout or float(profile.subagent_timeout_seconds)
             try:
-                async with asyncio.timeout(limit):
+                async with asyncio.timeout(limit) as deadline:
+                    guard.deadline = deadline  # paused while one of its calls waits for approval
                     if profile.subagent_planning_enabled:
                         async for ev in self._plan(turn):
                             _forward(sink, ev)
@@ -240,7 +253,8 @@ class Agent:
 
     def _tool_names(self, registry: Any, turn: Turn) -> list[str]:
         wanted = turn.profile.subagent_tools or turn.profile.enabled_tools if turn.subagent else turn.profile.enabled_tools
-        return [n for n in registry.tools_for_profile(wanted) if n not in turn.excluded_tools and registry.can_use(n)]
+        return [n for n in registry.tools_for_profile(wanted)
+                if n not in turn.excluded_tools and turn.guard.allows_tool(n) and registry.can_use(n)]
 
     async def _iterate(self, turn: Turn) -> AsyncIterator[AgentEvent]:
         registry = await ports.tools().for_turn()
@@ -471,6 +485,16 @@ class Agent:
     async def _run_tool(self, turn: Turn, registry: Any, tc: ToolCallRequest, allowed: set[str],
                         *, refusal: str | None) -> AsyncIterator[AgentEvent]:
         yield ToolStarted(tool=tc.name, args=tc.arguments)
+        passage = gate.OPEN
+        if refusal is None and not tc.arguments_error:  # the policy point: allow, ask (and wait) or deny
+            check = gate.check_for(turn.guard, tool=tc.name, args=tc.arguments, session_id=turn.session_id,
+                                   profile_id=turn.profile.id, is_subagent=turn.subagent)
+            async for item in gate.pass_gate(turn.guard, check, stop_event=turn.stop_event):
+                if isinstance(item, gate.Passage):
+                    passage = item
+                else:
+                    yield item
+            refusal = passage.refusal
         if refusal is not None:
             outcome = ToolOutcome(success=False, metadata={}, text=refusal)
         elif tc.arguments_error:
@@ -485,6 +509,9 @@ class Agent:
                 else:
                     yield item
         yield ToolCall(tool=tc.name, args=tc.arguments, result=outcome.text, success=outcome.success)
+        turn.guard.observe(outcome.metadata)
+        if passage.run and refusal is None:
+            await passage.done(outcome.success, outcome.text)
         meta = {k: v for k, v in outcome.metadata.items() if k != "base64"}
         await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name, content=outcome.text, metadata=meta))
         if outcome.metadata.get("is_image") and outcome.metadata.get("base64"):
@@ -542,6 +569,13 @@ class Agent:
 # ---------------------------------------------------------------------- helpers
 def _model(profile: ProfileSpec) -> str:
     return profile.model or str(settings.OLLAMA_DEFAULT_MODEL)
+
+
+def _capped(profile: ProfileSpec, rules: gate.RunRules | None) -> ProfileSpec:
+    """The profile with an unattended run's iteration cap applied."""
+    if rules is None or rules.max_iterations is None or rules.max_iterations >= profile.max_iterations:
+        return profile
+    return dataclasses.replace(profile, max_iterations=max(1, rules.max_iterations))
 
 
 def _compression_due(tokens: int) -> bool:

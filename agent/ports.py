@@ -11,21 +11,26 @@ its ``AppConfig.ready()``:
 | ProfileSource   | ``profiles_app.source.DjangoProfileSource``      |
 | MemoryProvider  | ``memory_app.provider.DjangoMemoryProvider``     |
 | SkillCatalog    | ``skills_app.catalog.StoreSkillCatalog``         |
+| ApprovalDesk    | ``approvals_app.desk.PolicyDesk``                |
 
 Tests of the core plug in the scripted doubles of ``agent.testing`` instead. A port that is
 asked for before anything was plugged in raises ``PortMissing`` naming the app that provides
-it; the memory and skills ports are optional (no memory app: no memory in the prompt; no
-skills app: no skills block).
+it; the memory, skills and approvals ports are optional (no memory app: no memory in the prompt;
+no skills app: no skills block; no approvals app: every tool call runs, as before the policy
+point existed).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.store import SessionStore
 
 if TYPE_CHECKING:
+    from agent.events import AgentEvent
+    from agent.gate import CallCheck, Passage
     from agent.profiles import ProfileSpec
 
 
@@ -103,6 +108,13 @@ class SkillCatalog(Protocol):
         ...
 
 
+class ApprovalDesk(Protocol):
+    def guard(self, check: CallCheck, *, stop_event: asyncio.Event) -> AsyncIterator[AgentEvent | Passage]:
+        """Decide one tool call (``agent.gate``): yield ApprovalRequired / ApprovalResolved while the
+        user decides (ending the wait when ``stop_event`` is set), then exactly one Passage."""
+        ...
+
+
 class PortMissing(RuntimeError):
     pass
 
@@ -115,11 +127,13 @@ class _Ports:
     profiles: ProfileSource | None = None
     memory: MemoryProvider | None = None
     skills: SkillCatalog | None = None
+    approvals: ApprovalDesk | None = None
 
 
 _ports = _Ports()
 _PROVIDED_BY = {"session_store": "sessions_app", "tools": "tools_app", "todo": "tools_app",
-                "profiles": "profiles_app", "memory": "memory_app", "skills": "skills_app"}
+                "profiles": "profiles_app", "memory": "memory_app", "skills": "skills_app",
+                "approvals": "approvals_app"}
 
 
 def provide(**implementations: Any) -> None:
@@ -159,6 +173,10 @@ def memory() -> MemoryProvider | None:
 
 def skills() -> SkillCatalog | None:
     return _ports.skills
+
+
+def approvals() -> ApprovalDesk | None:
+    return _ports.approvals
 
 
 def snapshot() -> dict[str, Any]:

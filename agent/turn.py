@@ -5,6 +5,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from agent.gate import TurnGuard
 from agent.llm.base import ChatMessage
 from agent.profiles import ProfileSpec
 
@@ -35,6 +36,7 @@ class Turn:
     context_tokens: int = 0
     profile_switched_to: str | None = None
     excluded_tools: frozenset[str] = field(default_factory=frozenset)
+    guard: TurnGuard = field(default_factory=TurnGuard)  # taint and rules: the policy point's view (agent.gate)
 
     async def add(self, message: ChatMessage, buffer: str = "both") -> None:
         await self.save(message, buffer)

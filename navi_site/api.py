@@ -77,7 +77,8 @@ def _register_routers() -> None:
     api.add_router("", health_router)
     api.add_router("/agents", agents_router)
     api.add_router("/sessions", sessions_router)
-    for module in ("memory_app.api", "recall_app.api", "skills_app.api", "notify_app.api", "telegram_app.api"):
+    for module in ("memory_app.api", "recall_app.api", "skills_app.api", "notify_app.api", "telegram_app.api",
+                   "approvals_app.api"):
         try:
             mod = __import__(module, fromlist=["router"])
         except ModuleNotFoundError:

@@ -17,6 +17,7 @@ app.conf.beat_schedule = {
     "purge-session-files": {"task": "sessions.purge_files", "schedule": 3600.0},
     "notify-sweep": {"task": "notify.sweep", "schedule": 300.0},
     "recover-turns": {"task": "sessions.recover_turns", "schedule": 15.0},
+    "approvals-purge": {"task": "approvals.purge", "schedule": 24 * 3600.0},
 }
 
 

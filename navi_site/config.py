@@ -209,6 +209,12 @@ VARIABLES: tuple[Var, ...] = (
     Var("EMAIL_USE_SSL", "false", _bool, "Implicit TLS from the start"),
     Var("EMAIL_TIMEOUT", "20", _float(0.1), "Seconds an SMTP connection or command may take"),
     Var("DEFAULT_FROM_EMAIL", "navi@localhost", _str, "Sender address of Navi's e-mails"),
+    # Approvals and the audit log
+    Var("APPROVAL_TIMEOUT_SECONDS", "600", _int(10),
+        "How long a tool call waits for your approval in a live turn; then it counts as denied"),
+    Var("RECALL_APPROVAL_WAIT_SECONDS", "1800", _int(10),
+        "How long a parked recall run waits for your approval (recalls with on_approval=park)"),
+    Var("AUDIT_RETENTION_DAYS", "90", _int(1), "Audit log entries and decided approvals older than this are purged"),
     # Server
     Var("SECRET_KEY", "", _str, "Django secret key (generated into data/secret_key when empty)"),
     Var("DEBUG", "false", _bool, "Django debug mode (never in production)"),
@@ -292,7 +298,8 @@ def _check_database_url(values: dict[str, Any]) -> None:
 _SECTIONS = {
     "OLLAMA_HOST": "LLM", "CONTEXT_COMPRESSION_ENABLED": "Context compression",
     "FS_ALLOWED_PATHS": "Security / sandboxing", "NAVI_PERSONA": "Persona", "DATABASE_URL": "Storage and files",
-    "MEMORY_IDLE_MINUTES": "Memory and recalls", "NAVI_PUBLIC_URL": "Notifications", "SECRET_KEY": "Server", "LOG_LEVEL": "Logging",
+    "MEMORY_IDLE_MINUTES": "Memory and recalls", "APPROVAL_TIMEOUT_SECONDS": "Approvals and audit",
+    "NAVI_PUBLIC_URL": "Notifications", "SECRET_KEY": "Server", "LOG_LEVEL": "Logging",
 }
 
 

@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "skills_app",
     "notify_app",
     "telegram_app",
+    "approvals_app",
 ]
 
 MIDDLEWARE = [

@@ -44,10 +44,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from navi_site.errors import NotFound
+from navi_site.errors import NaviError, NotFound
 from sessions_app import eventjson, presence
 from sessions_app.bus import group_name
-from sessions_app.frames import FrameError, MessageFrame, StopFrame, TokenBucket, parse_frame
+from sessions_app.frames import FrameError, MessageFrame, OtherFrame, StopFrame, TokenBucket, parse_frame
 
 log = structlog.get_logger(__name__)
 
@@ -416,8 +416,10 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 await self._error(RATE_LIMIT_MESSAGE)
             return
         max_bytes = int(float(settings.WS_MAX_MESSAGE_MB) * 1024 * 1024)
+        from sessions_app.hooks import frame_types
+
         try:
-            frame = parse_frame(text_data, bytes_data, max_bytes=max_bytes)
+            frame = parse_frame(text_data, bytes_data, max_bytes=max_bytes, other_types=frame_types())
         except FrameError as exc:
             await self._error(exc.message)
             return
@@ -425,6 +427,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self._message(frame)
         elif isinstance(frame, StopFrame):
             await self._stop()
+        elif isinstance(frame, OtherFrame):
+            await self._other(frame)
         elif frame.visible != self.visible:
             self.visible = frame.visible
             await self._presence()
@@ -451,6 +455,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self._error(exc.message)
             return
         self.log.info("turn_started", run_id=run.run_id)
+
+    async def _other(self, frame: OtherFrame) -> None:
+        """A frame another app handles (an approval decision): quick work only, dispatch is serial.
+        Its errors answer this client alone, with the frame's type and ``ref`` to match them up."""
+        from sessions_app.hooks import frame_handler
+
+        handler = frame_handler(frame.type)
+        if handler is None:
+            return
+        try:
+            await handler(frame.payload, user=self.scope["user"], session_id=self.session_id)
+        except NaviError as exc:
+            ref = frame.payload.get("ref")
+            await self.send_json({"type": "error", "message": exc.message, "frame": frame.type,
+                                  **({"ref": str(ref)[:100]} if ref is not None else {})})
 
     async def _stop(self) -> None:
         from sessions_app.runs import arequest_stop

@@ -112,13 +112,23 @@ class VisibilityFrame(BaseModel):
     visible: bool
 
 
+class OtherFrame(BaseModel):
+    """A frame of a type another app handles (``sessions_app.hooks.on_frame``): it validates the payload."""
+
+    type: str
+    payload: dict[str, Any]
+
+
 Frame = MessageFrame | StopFrame | VisibilityFrame
 _FRAME = TypeAdapter(Annotated[Frame, Field(discriminator="type")])
 KNOWN_TYPES = ("message", "stop", "visibility")
 
 
-def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> Frame:
-    """Parse one inbound frame. Raises FrameError with a message a person can act on."""
+def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int,
+                other_types: tuple[str, ...] = ()) -> Frame | OtherFrame:
+    """Parse one inbound frame. Raises FrameError with a message a person can act on.
+
+    ``other_types``: frame types handled elsewhere; their payload comes back as an OtherFrame."""
     if data is not None and text is None:
         raise FrameError("Binary frames are not supported: send JSON text frames such as "
                          '{"type": "message", "content": "..."}.')
@@ -134,8 +144,11 @@ def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int) -> Fram
     if not isinstance(payload, dict):
         raise FrameError('The frame must be a JSON object such as {"type": "message", "content": "..."}.')
     kind = payload.get("type")
+    if isinstance(kind, str) and kind in other_types:
+        return OtherFrame(type=kind, payload=payload)
     if kind not in KNOWN_TYPES:
-        raise FrameError(f"Unknown frame type {str(kind)[:40]!r}: use \"message\", \"stop\" or \"visibility\".")
+        known = ", ".join(f'"{k}"' for k in (*KNOWN_TYPES, *other_types))
+        raise FrameError(f"Unknown frame type {str(kind)[:40]!r}: use one of {known}.")
     try:
         return _FRAME.validate_python(payload)
     except ValidationError as exc:

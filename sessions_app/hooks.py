@@ -5,7 +5,7 @@ Kept here so the sessions app does not import memory_app / recall_app directly.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -34,6 +34,25 @@ class TurnEnded:
     outcome: str
     content: str
     seconds: float
+
+
+# WebSocket frame type -> async handler(payload, *, user, session_id); it raises NaviError to
+# answer the client with an error event (the connection stays).
+FrameHandler = Callable[..., Awaitable[None]]
+_frame_handlers: dict[str, FrameHandler] = {}
+
+
+def on_frame(kind: str, handler: FrameHandler) -> None:
+    """Handle inbound WebSocket frames ``{"type": kind, ...}`` (e.g. approvals_app's "approval")."""
+    _frame_handlers[kind] = handler
+
+
+def frame_handler(kind: str) -> FrameHandler | None:
+    return _frame_handlers.get(kind)
+
+
+def frame_types() -> tuple[str, ...]:
+    return tuple(_frame_handlers)
 
 
 def on_session_created(hook: Callable[[Session], None]) -> None:

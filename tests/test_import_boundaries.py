@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agent", "sessions_app", "tools_app", "memory_app", "recall_app", "profiles_app", "skills_app", "local_models",
-            "navi_site", "notify_app", "telegram_app")
+            "navi_site", "notify_app", "telegram_app", "approvals_app")
 CORE = "agent"
 CORE_MAY_NOT_IMPORT = tuple(p for p in PACKAGES if p != CORE) + ("django.db", "django.contrib", "tools", "tests")
 

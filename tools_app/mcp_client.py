@@ -21,6 +21,7 @@ makes its tools unavailable with the reason, never an exception.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -272,7 +273,9 @@ class McpTool(Tool):
     _remote: str
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
-        return await self._manager.call(self._server, self._remote, params)
+        result = await self._manager.call(self._server, self._remote, params)
+        # Third-party content: it taints the turn (approvals_app's exfiltration guard).
+        return dataclasses.replace(result, metadata={**result.metadata, "untrusted_source": f"MCP server {self._server}"})
 
 
 def _schema(raw: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import codecs
 import difflib
 import fnmatch
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -360,4 +361,23 @@ class FilesystemTool(Tool):
         action = str(params.get("action", ""))
         output = await asyncio.to_thread(run_action, action, params)
         log.info("filesystem.action", action=action)
-        return ToolResult(success=True, output=output, metadata={"untrusted_source": f"file:{params.get('path', '.')}"})
+        source = _upload_source(action, params)
+        return ToolResult(success=True, output=output, metadata={"untrusted_source": source} if source else {})
+
+
+_UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}_")
+
+
+def _upload_source(action: str, params: dict[str, Any]) -> str | None:
+    """"uploaded file <name>" when ``read`` read a file uploaded into the session: content from
+    somebody else, which taints the turn (approvals_app's exfiltration guard); None otherwise."""
+    if action != "read":
+        return None
+    try:
+        path = resolve_path(params.get("path"))
+        uploads = session_dir(create=False) / "uploads"
+    except ToolError:
+        return None
+    if uploads not in path.parents:
+        return None
+    return f"uploaded file {_UPLOAD_PREFIX.sub('', path.name)}"

@@ -30,7 +30,9 @@ class SpawnAgentTool(Tool):
         "required": ["task"],
         "additionalProperties": False,
     }
-    timeout = 900.0
+    # The subagent keeps its own time limit (the profile's subagent_timeout_seconds), which does not
+    # run while one of its calls waits for the user's approval; this is only the registry's backstop.
+    timeout = 24 * 3600.0
     max_output_chars = 20_000
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
