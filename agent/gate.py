@@ -189,7 +189,8 @@ async def pass_gate(guard: TurnGuard, check: CallCheck, *, stop_event: asyncio.E
                 paused = (asyncio.get_running_loop().time(), guard.deadline.when())
                 guard.deadline.reschedule(None)
             elif isinstance(item, ApprovalResolved) and paused is not None:
-                paused = _resume(guard, paused)
+                _resume(guard, paused)
+                paused = None
             yield item
     finally:
         if paused is not None:

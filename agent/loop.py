@@ -486,14 +486,15 @@ class Agent:
                         *, refusal: str | None) -> AsyncIterator[AgentEvent]:
         yield ToolStarted(tool=tc.name, args=tc.arguments)
         passage = gate.OPEN
-        if refusal is None and not tc.arguments_error:  # the policy point: allow, ask (and wait) or deny
+        # The policy point (allow, ask and wait, or deny) for a call the registry would run at all.
+        if refusal is None and not tc.arguments_error and tc.name in allowed:
             check = gate.check_for(turn.guard, tool=tc.name, args=tc.arguments, session_id=turn.session_id,
                                    profile_id=turn.profile.id, is_subagent=turn.subagent)
-            async for item in gate.pass_gate(turn.guard, check, stop_event=turn.stop_event):
-                if isinstance(item, gate.Passage):
-                    passage = item
+            async for step in gate.pass_gate(turn.guard, check, stop_event=turn.stop_event):
+                if isinstance(step, gate.Passage):
+                    passage = step
                 else:
-                    yield item
+                    yield step
             refusal = passage.refusal
         if refusal is not None:
             outcome = ToolOutcome(success=False, metadata={}, text=refusal)

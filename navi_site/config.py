@@ -180,6 +180,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("RECALL_SWEEP_SECONDS", "5", _int(1),
         "How often the beat sweep looks for overdue recalls and dead workers' claims"),
     Var("RECALL_SWEEP_GRACE_SECONDS", "2", _float(0), "The beat sweep fires recalls overdue by more than this"),
+    Var("RECALL_MAX_SECONDS", "900", _int(10),
+        "Seconds of work a recall run may take unless the recall sets its own max_seconds (approval waits not counted)"),
     Var("RECALL_ETA_HORIZON_SECONDS", "3000", _int(60),
         "Recalls due within this get a Celery ETA task; later ones are fired by the sweep"),
     # Notifications (e-mail settings are Django's own)

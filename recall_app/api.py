@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Schema
+from pydantic import Field
 
 from recall_app import selectors, services
 from sessions_app.services import session_access
@@ -16,8 +17,23 @@ router = Router(tags=["recalls"])
 @router.get("/sessions/{session_id}/recall", summary="The session's pending recall, or {\"recall\": null}")
 def get_recall(request: HttpRequest, session_id: str) -> dict[str, Any]:
     session = session_access(user=request.user, session_id=session_id)
-    recall = selectors.recall_pending(session=session)
+    # A run parked on an approval first: that is what the user must act on.
+    recall = selectors.recall_waiting(session=session) or selectors.recall_pending(session=session)
     return selectors.recall_to_dict(recall) if recall else {"recall": None}
+
+
+class RulesIn(Schema):
+    allowed_tools: list[str] | None = Field(default=None, max_length=100)
+    max_iterations: int | None = None
+    max_seconds: int | None = None
+    on_approval: str | None = Field(default=None, max_length=10, description="deny or park")
+
+
+@router.patch("/sessions/{session_id}/recall", summary="Change what the session's recall may do when it runs")
+def patch_recall(request: HttpRequest, session_id: str, payload: RulesIn) -> dict[str, Any]:
+    session = session_access(user=request.user, session_id=session_id)
+    recall = services.recall_set_rules(session=session, **payload.dict(exclude_unset=True))
+    return selectors.recall_to_dict(recall)
 
 
 @router.delete("/sessions/{session_id}/recall", summary="Cancel the session's pending recall")

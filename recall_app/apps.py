@@ -29,7 +29,16 @@ class RecallAppConfig(AppConfig):
         add_flag_provider(_pending_flags)
         add_filter("has_pending_recall", filter_has_pending_recall)
         on_turn_finished(fire_deferred_after_turn)
+        self._connect_approvals()
         self._register_tools()
+
+    @staticmethod
+    def _connect_approvals() -> None:
+        from approvals_app.signals import approval_created, approval_resolved
+        from recall_app import parking
+
+        approval_created.connect(parking.on_created, dispatch_uid="recall_app.parking.created")
+        approval_resolved.connect(parking.on_resolved, dispatch_uid="recall_app.parking.resolved")
 
     @staticmethod
     def _register_tools() -> None:

@@ -38,7 +38,7 @@ from sessions_app.models import Session
 log = structlog.get_logger(__name__)
 
 _ADVISORY_LOCK_KEY = 0x4E415649_5243  # "NAVIRC"
-SUCCESS_OUTCOMES = frozenset({"success", "max_iterations", "stopped"})
+SUCCESS_OUTCOMES = frozenset({"success", "max_iterations", "stopped", "time_limit"})
 INTERRUPTED_ERROR = "The worker running this recall stopped (killed or restarted) before the run finished."
 
 

@@ -7,10 +7,13 @@ to the run registry, ``sessions_app.runs``, which provides::
 
     def is_busy(session_id: str) -> bool                      # (an async def is accepted too)
     async def run_recall_turn(session_id: str, *, user_id: int, content: str,
-                              is_recall: bool = True) -> str
+                              is_recall: bool = True, rules: RunRules | None = None) -> str
+
+The run follows the recall's own rules (``run_rules_for``: tool allowlist, limits, deny or park a
+call that needs approval; the policy point in ``agent.gate`` applies them).
 
 ``run_recall_turn`` returns only when the run has ended, with "success",
-"max_iterations", "stopped", "error: <message>" or "busy" (a user turn started
+"max_iterations", "stopped", "time_limit", "error: <message>" or "busy" (a user turn started
 first: the recall is deferred). It may raise; that counts as an error. In embedded
 mode it is awaited on the server's event loop (see ``_on_server_loop``).
 """
@@ -23,14 +26,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, get_args
 
 import structlog
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 
+from agent.gate import RunRules
 from recall_app.models import Recall
 from sessions_app.models import Session
 
 log = structlog.get_logger(__name__)
 
-RunOutcome = Literal["success", "max_iterations", "stopped", "error", "busy"]
+RunOutcome = Literal["success", "max_iterations", "stopped", "time_limit", "error", "busy"]
 _OUTCOMES = frozenset(get_args(RunOutcome))
 
 
@@ -82,6 +87,29 @@ def build_instruction(recall: Recall) -> str:
     return "\n".join(lines)
 
 
+def default_allowlist(profile_id: str) -> frozenset[str]:
+    """The profile's tools (its subagents' too) minus those whose calls always need approval."""
+    from approvals_app.policy import ask_tools
+    from approvals_app.selectors import rules
+    from profiles_app.models import AgentProfile
+    from tools_app.registry import get_registry
+
+    profile = AgentProfile.objects.filter(pk=profile_id).first()
+    if profile is None:
+        return frozenset()
+    names = get_registry().tools_for_profile([*profile.enabled_tools, *profile.subagent_tools])
+    return frozenset(names) - ask_tools(names, rules(), profile_id=profile_id)
+
+
+def run_rules_for(recall: Recall, session: Session) -> RunRules:
+    """The recall's own rules for its unattended run (blocking: reads the profile and the rules)."""
+    tools = frozenset(recall.allowed_tools) if recall.allowed_tools else default_allowlist(session.profile_id)
+    seconds = recall.max_seconds or int(getattr(settings, "RECALL_MAX_SECONDS", 900))
+    return RunRules(unattended=True, tools=tools, max_iterations=recall.max_iterations, max_seconds=float(seconds),
+                    on_approval="park" if recall.on_approval == "park" else "deny",
+                    label=f"the {recall.call_type} recall {str(recall.id)[:8]}")
+
+
 class HeadlessRunError(Exception):
     """The run ended with an error ("error: <message>" from the run registry)."""
 
@@ -113,8 +141,10 @@ async def run_headless(*, session: Session, recall: Recall, instruction: str,
             "Headless recall runs need sessions_app.runs.run_recall_turn (the run registry), which is not "
             "installed yet."
         )
+    rules = await sync_to_async(run_rules_for, thread_sensitive=False)(recall, session)
     outcome = await _on_server_loop(
-        turn(str(session.id), user_id=session.owner_id, content=instruction, is_recall=True, on_end=on_end))
+        turn(str(session.id), user_id=session.owner_id, content=instruction, is_recall=True, on_end=on_end,
+             rules=rules))
     text = str(outcome or "")
     if text == "error" or text.startswith("error:"):
         raise HeadlessRunError(text.partition(":")[2].strip() or "the recall run failed")

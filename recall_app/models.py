@@ -45,6 +45,18 @@ class Recall(models.Model):
     claim_token = models.CharField(max_length=32, blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    # What an unattended run may do (issue 20): the tools it may use (empty: the profile's tools
+    # minus those that always need approval), its limits, and what happens to a call that needs
+    # approval: denied (the default) or the run parks until the user decides.
+    allowed_tools = models.JSONField(default=list, blank=True,
+                                     help_text="Tool allowlist; empty = the profile's tools minus ask-class tools.")
+    max_iterations = models.PositiveIntegerField(null=True, blank=True,
+                                                 help_text="Caps the profile's max_iterations; empty = the profile's.")
+    max_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds of work per run (waiting for approval not counted); "
+                                         "empty = RECALL_MAX_SECONDS.")
+    on_approval = models.CharField(max_length=8, choices=[("deny", "deny the call"), ("park", "park until approved")],
+                                   default="deny", help_text="A call that needs approval in a run of this recall.")
     fire_count = models.PositiveIntegerField(default=0)
     last_fired_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -84,6 +96,8 @@ class RecallRun(models.Model):
         DEFERRED = "deferred"
         CANCELLED_DELETED_SESSION = "cancelled_deleted_session"
         INTERRUPTED = "interrupted"
+        WAITING_APPROVAL = "waiting_approval", "waiting for the user's approval (parked)"
+        TIME_LIMIT = "time_limit", "stopped at the recall's time limit"
 
     recall = models.ForeignKey(Recall, on_delete=models.CASCADE, related_name="runs")
     claim_token = models.CharField(max_length=32, blank=True)
@@ -96,6 +110,8 @@ class RecallRun(models.Model):
     first_message_seq = models.PositiveBigIntegerField(null=True, blank=True)
     last_message_seq = models.PositiveBigIntegerField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # The approval a parked run waits for (approvals_app.Approval), while it waits.
+    approval_id = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -20,6 +20,28 @@ def recall_pending(*, session: Session) -> Recall | None:
     return next((r for r in rows if r.status == Recall.Status.PENDING), rows[0] if rows else None)
 
 
+def recall_waiting(*, session: Session) -> Recall | None:
+    """The session's firing recall whose run is parked on an approval, or None."""
+    run = (RecallRun.objects.select_related("recall")
+           .filter(recall__session=session, recall__status=Recall.Status.FIRING, finished_at__isnull=True,
+                   outcome=RecallRun.Outcome.WAITING_APPROVAL).order_by("-started_at").first())
+    return run.recall if run is not None else None
+
+
+def _waiting_approval(recall: Recall) -> dict[str, Any] | None:
+    """What a parked run of this recall waits for: the approval's id, tool, reason and expiry."""
+    if recall.status != Recall.Status.FIRING:
+        return None
+    from approvals_app.models import Approval
+
+    run = recall.runs.filter(finished_at__isnull=True, outcome=RecallRun.Outcome.WAITING_APPROVAL).first()
+    approval = Approval.objects.filter(pk=run.approval_id, status=Approval.Status.PENDING).first() if run else None
+    if approval is None:
+        return None
+    return {"approval_id": str(approval.pk), "tool": approval.tool, "reason": approval.reason,
+            "touches": approval.touches, "expires_at": approval.expires_at.isoformat()}
+
+
 def recall_list(*, session: Session, limit: int = 100) -> list[Recall]:
     """All recalls of the session, newest first, with their runs."""
     return list(Recall.objects.filter(session=session).prefetch_related("runs").order_by("-created_at")[:limit])
@@ -46,6 +68,11 @@ def recall_to_dict(recall: Recall) -> dict[str, Any]:
         "additional_context_message": recall.additional_context_message,
         "status": recall.public_status,
         "firing": recall.status == Recall.Status.FIRING,
+        "allowed_tools": list(recall.allowed_tools or []),
+        "max_iterations": recall.max_iterations,
+        "max_seconds": recall.max_seconds,
+        "on_approval": recall.on_approval,
+        "waiting_approval": _waiting_approval(recall),
     }
 
 
@@ -60,6 +87,7 @@ def run_to_dict(run: RecallRun) -> dict[str, Any]:
         "last_message_seq": run.last_message_seq,
         "message_count": run.message_count,
         "worker": run.worker,
+        "approval_id": str(run.approval_id) if run.approval_id else None,
     }
 
 

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from navi_site.errors import BadRequest, Conflict
+from navi_site.errors import BadRequest, Conflict, NotFound
 from recall_app import notify
 from recall_app.models import Recall
 from recall_app.selectors import LIVE, recall_list, recall_pending
@@ -21,8 +21,8 @@ from recall_app.timeparse import describe_delta, parse_interval, parse_when
 from sessions_app.models import Session
 
 __all__ = [
-    "recall_schedule", "recall_cancel", "recall_skip", "recall_list", "recall_pending", "next_occurrence",
-    "MAX_INSTRUCTION_CHARS",
+    "recall_schedule", "recall_cancel", "recall_skip", "recall_set_rules", "recall_list", "recall_pending",
+    "next_occurrence", "MAX_INSTRUCTION_CHARS",
 ]
 
 log = structlog.get_logger(__name__)
@@ -84,6 +84,46 @@ def _instruction(text: str | None) -> str:
     return value
 
 
+MAX_ALLOWED_TOOLS = 100
+MAX_RUN_ITERATIONS = 500
+MAX_RUN_SECONDS = 24 * 3600
+_UNSET: Any = object()
+
+
+def run_rules(*, allowed_tools: Any = _UNSET, max_iterations: Any = _UNSET, max_seconds: Any = _UNSET,
+              on_approval: Any = _UNSET) -> dict[str, Any]:
+    """The recall's own rules for its unattended runs, validated (only the ones given). Raises BadRequest."""
+    out: dict[str, Any] = {}
+    if allowed_tools is not _UNSET:
+        tools = [] if allowed_tools is None else allowed_tools
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t.strip() and len(t) <= 200 for t in tools):
+            raise BadRequest("allowed_tools must be a list of tool names, e.g. [\"web_search\", \"filesystem\"] "
+                             "(empty: the profile's tools minus those that always need approval).")
+        if len(tools) > MAX_ALLOWED_TOOLS:
+            raise BadRequest(f"allowed_tools lists {len(tools)} tools: at most {MAX_ALLOWED_TOOLS}.")
+        out["allowed_tools"] = list(dict.fromkeys(t.strip() for t in tools))
+    for name, value, low, high in (("max_iterations", max_iterations, 1, MAX_RUN_ITERATIONS),
+                                   ("max_seconds", max_seconds, 10, MAX_RUN_SECONDS)):
+        if value is _UNSET:
+            continue
+        if value in (None, ""):
+            out[name] = None
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+            raise BadRequest(f"{name}={value!r} is not a whole number between {low} and {high} (or null for the default).")
+        number = int(str(value).strip())
+        if not low <= number <= high:
+            raise BadRequest(f"{name}={number} is out of range: use {low} to {high} (or null for the default).")
+        out[name] = number
+    if on_approval is not _UNSET:
+        choice = str(on_approval or "deny").strip().lower()
+        if choice not in ("deny", "park"):
+            raise BadRequest(f"on_approval={str(on_approval)[:40]!r} is not valid: use \"deny\" (a call that needs "
+                             "approval is not run) or \"park\" (the run waits for your approval).")
+        out["on_approval"] = choice
+    return out
+
+
 def recall_schedule(
     *,
     session: Session,
@@ -94,12 +134,15 @@ def recall_schedule(
     interval_seconds: int | str | None = None,
     internal_comment: str = "",
     now: datetime | None = None,
+    **rules: Any,
 ) -> Recall:
-    """Schedule the session's recall. Raises BadRequest (WhenError) for bad input and Conflict
+    """Schedule the session's recall. ``rules``: allowed_tools, max_iterations, max_seconds,
+    on_approval (``run_rules``). Raises BadRequest (WhenError) for bad input and Conflict
     when the session already has a pending recall (also when a concurrent call won the race)."""
     now = now or timezone.now()
     if call_type not in Recall.CallType.values:
         raise BadRequest(f"call_type={call_type!r} is not one of: once, recurring, immediate.")
+    rule_fields = run_rules(**rules)
     instruction = _instruction(additional_context_message)
     trigger_at = _trigger_at(call_type=call_type, when=when, timezone_offset=timezone_offset, now=now)
     interval = _interval(call_type=call_type, interval_seconds=interval_seconds)
@@ -115,6 +158,7 @@ def recall_schedule(
                 interval_seconds=interval,
                 internal_comment=(internal_comment or "").strip()[:MAX_COMMENT_CHARS],
                 additional_context_message=instruction,
+                **rule_fields,
             )
             notify.on_commit_publish(recall, "scheduled")
             notify.on_commit_enqueue(recall)
@@ -141,6 +185,22 @@ def recall_cancel(*, session: Session) -> Recall | None:
         recall.save(update_fields=["status", "updated_at"])
         notify.on_commit_publish(recall, "cancelled")
     log.info("recall_cancelled", session_id=str(session.id), recall_id=str(recall.id))
+    return recall
+
+
+def recall_set_rules(*, session: Session, **rules: Any) -> Recall:
+    """Change the rules of the session's live recall (they apply from its next run). Raises
+    BadRequest for bad values and NotFound when the session has no pending recall."""
+    fields = run_rules(**rules)
+    with transaction.atomic():
+        recall = Recall.objects.select_for_update().filter(LIVE, session=session).order_by("trigger_at").first()
+        if recall is None:
+            raise NotFound("This session has no pending recall whose rules could be changed.")
+        for name, value in fields.items():
+            setattr(recall, name, value)
+        recall.save(update_fields=[*fields, "updated_at"])
+        notify.on_commit_publish(recall, "updated")
+    log.info("recall_rules_set", session_id=str(session.id), recall_id=str(recall.id), **fields)
     return recall
 
 

@@ -80,6 +80,13 @@ class ScheduleRecallTool(Tool):
             "interval_seconds": {"type": "integer", "minimum": 1, "description": "Repeat interval in seconds, "
                                  "required for recurring (e.g. 300 = every 5 minutes)."},
             "internal_comment": {"type": "string", "description": "Short human-readable note (shown in the UI)."},
+            "on_approval": {"type": "string", "enum": ["deny", "park"], "description": "A step that needs the "
+                            "user's approval (shell, SSH, code, posting data): 'deny' (default) skips it, 'park' "
+                            "waits for the user to approve. Use 'park' only if the user asked for such steps."},
+            "allowed_tools": {"type": "array", "items": {"type": "string"}, "description": "Optional: the only "
+                              "tools the run may use (default: this profile's tools that need no approval)."},
+            "max_iterations": {"type": "integer", "minimum": 1, "description": "Optional cap on steps per run."},
+            "max_seconds": {"type": "integer", "minimum": 10, "description": "Optional cap on seconds of work per run."},
             "additional_context_message": {"type": "string", "description": "Your self-instruction, written as "
                                            "a todo naming tools, files or URLs. " + INSTRUCTION_RULES},
         },
@@ -102,6 +109,8 @@ class ScheduleRecallTool(Tool):
                 interval_seconds=params.get("interval_seconds"),
                 internal_comment=str(params.get("internal_comment") or ""),
                 additional_context_message=str(params.get("additional_context_message") or ""),
+                **{k: params[k] for k in ("on_approval", "allowed_tools", "max_iterations", "max_seconds")
+                   if k in params},
             )
         except NaviError as exc:
             raise ToolError(exc.message) from None

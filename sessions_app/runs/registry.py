@@ -56,11 +56,16 @@ class TurnRequest:
     # Awaited when the turn has ended and its messages are saved, before the final session_sync
     # (a recall records its outcome there, so recall_update "fired" precedes session_sync: spec 004).
     on_end: Callable[[TurnResult], Awaitable[None]] | None = field(default=None, compare=False)
+    # An unattended run's own rules (agent.gate.RunRules: a recall's), and untrusted content the
+    # turn starts with (a message from a messaging channel): both reach the policy point.
+    rules: Any = None
+    tainted_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnResult:
-    """How a turn ended: ``outcome`` is "success", "max_iterations", "stopped" or "error: <message>"."""
+    """How a turn ended: ``outcome`` is "success", "max_iterations", "stopped", "time_limit" (an
+    unattended run's ``max_seconds`` of work were used up) or "error: <message>"."""
 
     outcome: str
     content: str = ""
@@ -78,6 +83,34 @@ class Run:
     done: asyncio.Future[TurnResult]
     task: asyncio.Task[None] | None = None
     started_at: float = field(default_factory=time.monotonic)
+    # Time spent waiting for approvals does not count as work (an unattended run's max_seconds).
+    waiting: int = 0
+    waiting_since: float = 0.0
+    parked_s: float = 0.0
+    time_limited: bool = False
+
+    def note(self, kind: Any) -> None:
+        """Follow the approvals the run waits for, from its events."""
+        if kind == "approval_required":
+            if self.waiting == 0:
+                self.waiting_since = time.monotonic()
+            self.waiting += 1
+        elif kind == "approval_resolved" and self.waiting:
+            self.waiting -= 1
+            if self.waiting == 0:
+                self.parked_s += time.monotonic() - self.waiting_since
+
+    def worked_s(self) -> float:
+        """Seconds of work so far: the run's age minus the time it waited for approvals."""
+        now = time.monotonic()
+        parked = self.parked_s + (now - self.waiting_since if self.waiting else 0.0)
+        return now - self.started_at - parked
+
+    def check_time_limit(self) -> None:
+        limit = getattr(self.request.rules, "max_seconds", None)
+        if limit and not self.stop_event.is_set() and self.worked_s() > float(limit):
+            self.time_limited = True
+            self.stop_event.set()
 
     def stop(self) -> None:
         """Thread-safe: asyncio.Event is not, so the set happens on the run's loop."""
@@ -202,6 +235,10 @@ class RunRegistry:
                 await writer.push(Error(message=refused).to_dict())
             else:
                 result = await self._pump(run, writer, draft)
+            if run.time_limited and result.outcome == "stopped":
+                limit = float(run.request.rules.max_seconds)
+                result = TurnResult(outcome="time_limit", content=result.content, stopped=True,
+                                    error=f"the run's time limit ({limit:g} s of work) was reached")
         except Exception as exc:  # a bug in the loop or the transport: tell the clients, log it
             rlog.exception("run_failed")
             message = f"The turn failed unexpectedly ({type(exc).__name__}: {exc}). Try again; see the server log."
@@ -281,16 +318,22 @@ class RunRegistry:
                     log.exception("run_flush_failed", session_id=req.session_id, run_id=run.run_id)
                 arm()
 
+        extra: dict[str, Any] = {}
+        if req.rules is not None:
+            extra["rules"] = req.rules
+        if req.tainted_by:
+            extra["tainted_by"] = tuple(req.tainted_by)
         stream = self.turn(
             req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
             is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,
-            user_role=req.user_role, run_id=run.run_id, planning=req.planning,
+            user_role=req.user_role, run_id=run.run_id, planning=req.planning, **extra,
         )
         try:
             async for item in stream:
                 data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
                 tracker.see(data, item)
                 draft.see(data)
+                run.note(data.get("type"))
                 async with lock:
                     await writer.push(data)
                     arm()
@@ -315,6 +358,7 @@ class RunRegistry:
         last_refresh = time.monotonic()
         while not run.done.done():
             await asyncio.sleep(STOP_POLL_S)
+            run.check_time_limit()
             try:
                 if not run.stop_event.is_set() and await self.store.stop_requested(sid, run.run_id):
                     run.stop_event.set()
