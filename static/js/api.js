@@ -92,6 +92,7 @@ export const api = {
   pushUnsubscribe: (endpoint) => request("DELETE", "/notifications/push/subscriptions", { endpoint }),
   telegramLinkCode: () => request("POST", "/telegram/link-code"),
   telegramUnlink: (id) => request("DELETE", `/telegram/links/${enc(id)}`),
+  decideApproval: (id, approvalId, body) => request("POST", `/sessions/${enc(id)}/approvals/${enc(approvalId)}`, body),
 
   /** Upload with progress (fetch has no upload progress): resolves with the server's file object. */
   uploadFile(id, file, onProgress) {

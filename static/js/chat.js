@@ -10,10 +10,11 @@ import { planCard } from "./render/plan.js";
 import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
 import { completeToolCard, findPending, subagentScope, toolCard } from "./render/tools.js";
 import { addSkillChip, proposalCard, skillOfCall } from "./render/skills.js";
+import { abandonApprovalCard, approvalCard, approvalFailed, resolveApprovalCard } from "./render/approval.js";
 import { applyTodoCall, renderTodo, resetTodo, setTodo } from "./todo.js";
 
 const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "turn_thinking", "plan_ready",
-  "tool_started", "tool_call", "stream_delta", "profile_switched"]);
+  "tool_started", "tool_call", "stream_delta", "profile_switched", "approval_required", "approval_resolved"]);
 
 let els = {};
 let socket = null;
@@ -345,6 +346,7 @@ function endTurn(kind) {
     for (const card of s.turn.body.querySelectorAll(".tool-card[data-state=pending]")) {
       completeToolCard(card, { result: kind === "stopped" ? "(stopped)" : "(no result)", success: false });
     }
+    for (const card of s.turn.body.querySelectorAll(".approval-card")) abandonApprovalCard(card);
   }
   s.witnessed = Boolean(s.turn && s.turnClean && s.userShown && ["end", "stopped", "error"].includes(kind));
   s.turn = null;
@@ -416,6 +418,23 @@ function handleEvent(ev) {
       scrollDown();
       break;
     }
+    case "approval_required": {
+      endThinking();
+      closeText();
+      if (findApproval(ev.approval_id)) break; // already on screen (a replay overlapping what we saw)
+      const scope = scopeFor(ev);
+      const card = approvalCard(ev, (decision, scope_, reason) => decide(ev.approval_id, decision, scope_, reason));
+      const toolNode = findPending(scope, ev.tool);
+      if (toolNode) toolNode.after(card);
+      else scope.append(card);
+      emit("approval:waiting", ev);
+      scrollDown(true);
+      break;
+    }
+    case "approval_resolved":
+      resolveApprovalCard(findApproval(ev.approval_id), ev);
+      emit("approval:resolved", ev);
+      break;
     case "stream_delta": {
       const body = ensureTurn().body;
       endThinking();
@@ -463,6 +482,11 @@ function handleEvent(ev) {
       emit("sessions:refresh");
       break;
     case "error": {
+      if (ev.frame) { // a frame of ours was refused (an approval decision): not the turn's error
+        if (ev.frame === "approval") approvalFailed(findApproval(ev.ref), ev.message);
+        toast(ev.message, "error");
+        break;
+      }
       // A turn's error is saved with its partial answer: Retry answers the message again in place.
       const card = errorCard(ev.message, s.turn ? { onRetry: () => regenerate() } : {});
       (s.turn ? s.turn.body : els.messages).append(card);
@@ -484,6 +508,25 @@ function handleEvent(ev) {
       break;
     default:
       break; // heartbeat and anything newer
+  }
+}
+
+function findApproval(id) {
+  if (!id) return null;
+  return [...els.messages.querySelectorAll(".approval-card")].find((c) => c.dataset.approvalId === id) || null;
+}
+
+/** Send a decision: a frame on the socket, else REST. approval_resolved then settles every tab. */
+async function decide(approvalId, decision, scope, reason) {
+  const body = { decision, scope };
+  if (reason) body.reason = reason;
+  if (socket && socket.send({ type: "approval", approval_id: approvalId, ref: approvalId, ...body })) return;
+  try {
+    const a = await api.decideApproval(store.currentId, approvalId, body);
+    resolveApprovalCard(findApproval(approvalId), { decision: a.status, scope: a.scope, decided_by: a.decided_by, reason: a.decision_reason });
+  } catch (err) {
+    approvalFailed(findApproval(approvalId), err.message);
+    toast(err.message, "error");
   }
 }
 

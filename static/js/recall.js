@@ -23,7 +23,7 @@ export async function load(id) {
   try {
     const data = await api.getRecall(id);
     if (mine !== loadSeq || id !== store.currentId) return;
-    const recall = data && data.id && (data.status || "pending") === "pending" ? data : null;
+    const recall = data && data.id && ((data.status || "pending") === "pending" || data.waiting_approval) ? data : null;
     set({ recall });
   } catch (err) {
     if (mine === loadSeq && err.status !== 404) set({ recall: null });
@@ -31,12 +31,15 @@ export async function load(id) {
 }
 
 function headline(recall) {
+  if (recall.waiting_approval) return "A scheduled run is waiting for your approval";
   if (recall.call_type === "immediate") return "Navi will continue on its own in a moment";
   return `Navi will check back ${relativeTime(new Date(recall.trigger_at))}`;
 }
 
 function details(recall) {
   const parts = [];
+  const waiting = recall.waiting_approval;
+  if (waiting) return `${waiting.tool}: ${waiting.reason}${waiting.touches ? ` (${waiting.touches})` : ""}`;
   if (recall.call_type !== "immediate") parts.push(localDateTime(new Date(recall.trigger_at)));
   if (recall.call_type === "recurring" && recall.interval_seconds) parts.push(`repeats every ${interval(recall.interval_seconds)}`);
   if (recall.internal_comment) parts.push(recall.internal_comment);
@@ -59,6 +62,13 @@ function render() {
     return;
   }
   const actions = el("div", { class: "recall-actions" });
+  const waiting = recall.waiting_approval;
+  banner.classList.toggle("waiting", Boolean(waiting));
+  if (waiting) {
+    const decide = (decision) => () => api.decideApproval(store.currentId, waiting.approval_id, { decision });
+    actions.append(action("Approve", decide("approve"), "Approved: the run goes on."));
+    actions.append(action("Deny", decide("deny"), "Denied: the run goes on without it."));
+  }
   if (recall.call_type === "recurring") actions.append(action("Skip next", () => api.skipRecall(store.currentId), "Skipped the next run."));
   actions.append(action("Cancel", () => api.cancelRecall(store.currentId), "Recall cancelled."));
   banner.replaceChildren(
