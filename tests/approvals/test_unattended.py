@@ -16,8 +16,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-async def env(agent_env):
+async def env(agent_env, monkeypatch):
+    from recall_app import enqueue
     from sessions_app import runs
+
+    monkeypatch.setattr(enqueue, "fire_occurrence", lambda *a, **k: None)  # no broker here; nothing is due later
 
     await agent_env.set_profile(enabled_tools=["terminal", "http_request", "todo"])
     runs.set_run_registry(runs.RunRegistry(store=runs.LocalStore()))
@@ -51,9 +54,8 @@ def make_recall(session_id: str, **fields: Any) -> Any:
 
 
 def fire(recall_id: str) -> str:
-    from recall_app import firing, tasks
+    from recall_app import firing
 
-    tasks.enqueue_fire = lambda *a, **k: None  # no broker in these tests: nothing is due later anyway
     return firing.fire_recall(recall_id)
 
 
