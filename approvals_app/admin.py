@@ -3,6 +3,25 @@ from __future__ import annotations
 from django.contrib import admin
 
 from approvals_app.models import Approval, AuditEntry, SessionGrant, ToolRule
+from profiles_app.admin import AgentProfileAdmin
+from profiles_app.models import AgentProfile
+
+
+class ToolRuleInline(admin.TabularInline):
+    """A profile's approval rules on its own admin page (they are also listed on their own)."""
+
+    model = ToolRule
+    extra = 0
+    fields = ("tool", "action", "decision", "allow_patterns", "notes")
+    verbose_name_plural = "tool approval rules (allow / ask / deny; the built-in defaults apply where none matches)"
+
+
+class AgentProfileWithRulesAdmin(AgentProfileAdmin):
+    inlines = [*AgentProfileAdmin.inlines, ToolRuleInline]
+
+
+admin.site.unregister(AgentProfile)
+admin.site.register(AgentProfile, AgentProfileWithRulesAdmin)
 
 
 @admin.register(ToolRule)

@@ -266,3 +266,49 @@ def test_json_roundtrip_of_the_events() -> None:
                                    tainted_by=["example.com"], expires_at="2026-01-01T00:00:00+00:00"),
                   ApprovalResolved(approval_id="a", decision="denied", reason="no", is_subagent=True)):
         assert event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+
+
+def test_admin_pages_rules_per_profile_and_the_audit_log(env) -> None:
+    from django.test import Client
+
+    from approvals_app.models import ToolRule
+    from approvals_app.services import audit_record
+
+    admin = Client()
+    admin.force_login(env.user)
+    page = admin.get("/admin/agent/agentprofile/tester/change/")
+    assert page.status_code == 200 and b"Tool approval rules (allow / ask / deny" in page.content
+    created = admin.post("/admin/approvals_app/toolrule/add/", {
+        "profile": "tester", "tool": "terminal", "action": "", "decision": "allow",
+        "allow_patterns": '["df*", "uptime"]', "notes": ""})
+    assert created.status_code == 302, created.content.decode()[:2000]
+    assert ToolRule.objects.get(tool="terminal").allow_patterns == ["df*", "uptime"]
+    bad = admin.post("/admin/approvals_app/toolrule/add/", {
+        "profile": "tester", "tool": "ssh_exec", "action": "", "decision": "allow", "allow_patterns": '"df*"'})
+    assert bad.status_code == 200 and b"Must be a JSON list of non-empty patterns" in bad.content
+    audit_record(user_id=env.user.pk, session_id=env.session_id, run_id="r", tool="terminal", args={},
+                 decision="denied_policy")
+    listing = admin.get("/admin/approvals_app/auditentry/?decision__exact=denied_policy")
+    assert listing.status_code == 200 and b"denied by an admin rule" in listing.content
+
+
+def test_recall_rules_bad_input_and_patch(env, owner_api) -> None:
+    from recall_app.services import recall_schedule
+    from sessions_app.models import Session
+
+    session = Session.objects.get(pk=env.session_id)
+    with pytest.raises(Exception, match="on_approval='later' is not valid"):
+        recall_schedule(session=session, call_type="immediate", additional_context_message="x", on_approval="later")
+    recall_schedule(session=session, call_type="once", when="2h", additional_context_message="Check the log.")
+    url = f"/sessions/{env.session_id}/recall"
+    assert owner_api.get(url).json()["on_approval"] == "deny"
+    for body, message in (({"max_seconds": 5}, "max_seconds=5 is out of range"),
+                          ({"on_approval": "sometimes"}, "on_approval='sometimes' is not valid"),
+                          ({"allowed_tools": ["", "x"]}, "allowed_tools must be a list of tool names")):
+        response = owner_api.patch(url, body)
+        assert response.status_code == 400 and message in response.json()["detail"], response.json()
+    changed = owner_api.patch(url, {"on_approval": "park", "allowed_tools": ["terminal", "todo"], "max_seconds": 60})
+    assert changed.status_code == 200
+    assert (changed.json()["on_approval"], changed.json()["allowed_tools"], changed.json()["max_seconds"]) == (
+        "park", ["terminal", "todo"], 60)
+    assert owner_api.get(url).json()["waiting_approval"] is None

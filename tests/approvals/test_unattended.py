@@ -176,3 +176,19 @@ async def test_max_iterations_caps_the_profile(env) -> None:
                                     rules=RunRules(max_iterations=1))
     assert outcome == "max_iterations"
     assert len(env.fake.chat_requests) == 1
+
+
+async def test_the_agent_declares_a_recalls_rules_when_it_schedules_it(env) -> None:
+    from recall_app.models import Recall
+    from tests.approvals.conftest import run_turn
+
+    await env.set_profile(enabled_tools=["terminal", "todo", "schedule_recall"])
+    env.fake.script(tool_calls=[{"name": "schedule_recall", "arguments": {
+        "call_type": "once", "when": "2h", "additional_context_message": "Check the disk with terminal (df -h).",
+        "on_approval": "park", "max_seconds": 120, "allowed_tools": ["terminal"]}}])
+    env.fake.script(text="Scheduled.")
+    events = await run_turn(env.session_id, "check the disk in two hours, and wait for me if it needs approval")
+    assert [e["success"] for e in events if e["type"] == "tool_call"] == [True]
+    recall = await sync_to_async(Recall.objects.get)(session_id=env.session_id)
+    assert (recall.on_approval, recall.max_seconds, recall.allowed_tools, recall.max_iterations) == (
+        "park", 120, ["terminal"], None)

@@ -19,6 +19,9 @@ def test_get_pending_recall_in_the_documented_shape(api, session) -> None:
         "id": str(recall.id), "call_type": "once", "trigger_at": recall.trigger_at.isoformat(),
         "interval_seconds": None, "internal_comment": "Check build logs",
         "additional_context_message": "Read /tmp/build.log with filesystem.", "status": "pending", "firing": False,
+        # What its unattended runs may do (issue 20), and the approval a parked run waits for.
+        "allowed_tools": [], "max_iterations": None, "max_seconds": None, "on_approval": "deny",
+        "waiting_approval": None,
     }
 
 

@@ -35,7 +35,8 @@ def test_descriptions_teach_the_rules() -> None:
     schema = ScheduleRecallTool().schema()["function"]
     assert schema["name"] == "schedule_recall"
     assert set(schema["parameters"]["properties"]) == {
-        "call_type", "when", "timezone_offset", "interval_seconds", "internal_comment", "additional_context_message"}
+        "call_type", "when", "timezone_offset", "interval_seconds", "internal_comment", "additional_context_message",
+        "on_approval", "allowed_tools", "max_iterations", "max_seconds"}  # the run's own rules (issue 20)
     assert "BAD" in schema["description"] and "GOOD" in schema["description"]
     assert "manage_recall" in schema["description"]
     manage = ManageRecallTool().schema()["function"]
