@@ -516,18 +516,27 @@ function findApproval(id) {
   return [...els.messages.querySelectorAll(".approval-card")].find((c) => c.dataset.approvalId === id) || null;
 }
 
-/** Send a decision: a frame on the socket, else REST. approval_resolved then settles every tab. */
+/** Send a decision: a frame on the socket (REST when the socket is down, or when nothing settled the
+ * card a few seconds later: a frame lost in a reconnect). approval_resolved then settles every tab. */
 async function decide(approvalId, decision, scope, reason) {
   const body = { decision, scope };
   if (reason) body.reason = reason;
-  if (socket && socket.send({ type: "approval", approval_id: approvalId, ref: approvalId, ...body })) return;
-  try {
-    const a = await api.decideApproval(store.currentId, approvalId, body);
-    resolveApprovalCard(findApproval(approvalId), { decision: a.status, scope: a.scope, decided_by: a.decided_by, reason: a.decision_reason });
-  } catch (err) {
-    approvalFailed(findApproval(approvalId), err.message);
-    toast(err.message, "error");
+  const viaRest = async () => {
+    try {
+      const a = await api.decideApproval(store.currentId, approvalId, body);
+      resolveApprovalCard(findApproval(approvalId), { decision: a.status, scope: a.scope, decided_by: a.decided_by, reason: a.decision_reason });
+    } catch (err) {
+      approvalFailed(findApproval(approvalId), err.message);
+      toast(err.message, "error");
+    }
+  };
+  if (socket && socket.send({ type: "approval", approval_id: approvalId, ref: approvalId, ...body })) {
+    setTimeout(() => {
+      if (findApproval(approvalId)?.dataset.state === "sending") viaRest();
+    }, 6000);
+    return;
   }
+  await viaRest();
 }
 
 async function onSync() {
