@@ -10,7 +10,7 @@ from their 5-second cache) and once without it (every call runs unasked, as befo
 alternating so that drift of the machine hits both alike. Printed: p50/p90 of each and the
 difference of the medians, against the target "< 2 ms p50". The http_request call goes to a
 loopback address, which the network policy refuses at once: nothing leaves the machine, and the
-tool's own cost is the same in both series.
+tool's own cost is the same in both series. Last, ``pass_gate`` alone (no turn around it), per call.
 """
 from __future__ import annotations
 
@@ -74,7 +74,11 @@ async def one_turn(agent: Any, session_id: str) -> float:
     return time.perf_counter() - started
 
 
-async def series(agent: Any, sid: str, turns: int, desk: Any) -> tuple[dict[str, float], dict[str, float]]:
+async def series(agent: Any, sid: str, turns: int, desk: Any) -> tuple[dict[str, float], dict[str, float], float]:
+    """Turns with and without the port, in pairs (order alternating); also the median of the
+    pairs' differences, which drift of a busy machine disturbs less than a difference of medians."""
+    import statistics
+
     from agent import ports
 
     on: list[float] = []
@@ -84,7 +88,8 @@ async def series(agent: Any, sid: str, turns: int, desk: Any) -> tuple[dict[str,
             ports.provide(approvals=desk if plugged else None)
             (on if plugged else off).append(await one_turn(agent, sid) * 1000)
     ports.provide(approvals=desk)
-    return summary(on), summary(off)
+    paired = statistics.median(a - b for a, b in zip(on, off, strict=True))
+    return summary(on), summary(off), paired
 
 
 async def measure(turns: int) -> None:
@@ -105,10 +110,32 @@ async def measure(turns: int) -> None:
                  "url": "http://127.0.0.1:9/never", "method": "HEAD"}))]
     for label, call in cases:
         backend.call = call
-        on, off = await series(agent, sid, turns, desk)
+        on, off, paired = await series(agent, sid, turns, desk)
         delta = on["p50"] - off["p50"]
         print(f"{label}: with policy p50 {on['p50']:.2f} ms p90 {on['p90']:.2f} ms | without p50 {off['p50']:.2f} ms "
-              f"p90 {off['p90']:.2f} ms | added p50 {delta:+.3f} ms (n={on['n']})  target < 2 ms")
+              f"p90 {off['p90']:.2f} ms | added: p50 difference {delta:+.3f} ms, median of paired differences "
+              f"{paired:+.3f} ms (n={on['n']})  target < 2 ms")
+
+
+async def gate_alone(calls: int) -> None:
+    """The policy point by itself: ``pass_gate`` for an allowed call, µs per call."""
+    from agent import gate
+
+    guard = gate.TurnGuard(run_id="bench")
+    stop = asyncio.Event()
+    for label, tool, args, taint in (("todo read", "todo", {"action": "read"}, ()),
+                                     ("web_view to a fetched host, tainted turn", "web_view",
+                                      {"url": "https://example.com/b"}, ("https://example.com/a",))):
+        guard.taint = gate.Taint(taint)
+        check = gate.check_for(guard, tool=tool, args=args, session_id="s", profile_id="bench", is_subagent=False)
+        samples = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            async for _step in gate.pass_gate(guard, check, stop_event=stop):
+                pass
+            samples.append((time.perf_counter() - started) * 1e6)
+        s = summary(samples)
+        print(f"pass_gate alone, {label}: p50 {s['p50']:.1f} µs  p90 {s['p90']:.1f} µs  (n={s['n']})")
 
 
 def main() -> None:
@@ -117,6 +144,7 @@ def main() -> None:
     args = parser.parse_args()
     setup_django()
     asyncio.run(measure(args.turns))
+    asyncio.run(gate_alone(5000))
 
 
 if __name__ == "__main__":
