@@ -1,4 +1,13 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _cancel_orphans(ended: Any) -> None:
+    """A turn ended: approvals its run left pending (it died mid-wait) wait for nothing any more."""
+    from approvals_app.services import approvals_cancel_orphans
+
+    approvals_cancel_orphans(session_id=ended.session_id, run_id=ended.run_id)
 
 
 class ApprovalsConfig(AppConfig):
@@ -16,10 +25,11 @@ class ApprovalsConfig(AppConfig):
         from approvals_app.desk import PolicyDesk
         from approvals_app.models import ToolRule
         from approvals_app.selectors import invalidate_rules
-        from sessions_app.hooks import on_frame
+        from sessions_app.hooks import on_frame, on_turn_ended
 
         ports.provide(approvals=PolicyDesk())
         on_frame("approval", frames.handle)
+        on_turn_ended(_cancel_orphans)
 
         def changed(**_: object) -> None:
             invalidate_rules()

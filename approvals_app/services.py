@@ -160,6 +160,16 @@ def approval_close(*, approval_id: Any, status: str, reason: str = "", now: date
     return True
 
 
+def approvals_cancel_orphans(*, session_id: Any, run_id: str) -> int:
+    """Cancel approvals a run left pending when it ended without settling them (its task was
+    cancelled or crashed mid-wait); returns how many. Only that run's: a new turn may already wait."""
+    if not run_id:
+        return 0
+    ids = list(Approval.objects.filter(session_id=session_id, run_id=run_id[:40], status=Approval.Status.PENDING)
+               .values_list("pk", flat=True))
+    return sum(approval_close(approval_id=pk, status=Approval.Status.CANCELLED, reason="the turn ended") for pk in ids)
+
+
 def approvals_expire_stale(*, now: datetime | None = None) -> int:
     """Expire pending approvals past their time whose run is gone (a crashed process); returns how many."""
     now = now or timezone.now()

@@ -34,6 +34,7 @@ class TurnEnded:
     outcome: str
     content: str
     seconds: float
+    run_id: str = ""
 
 
 # WebSocket frame type -> async handler(payload, *, user, session_id); it raises NaviError to

@@ -425,7 +425,7 @@ async def _turn_finished(run: Run, result: TurnResult) -> None:
     req = run.request
     ended = TurnEnded(session_id=req.session_id, user_id=req.user_id, is_recall=req.is_recall,
                       outcome=result.outcome, content=result.content,
-                      seconds=time.monotonic() - run.started_at)
+                      seconds=time.monotonic() - run.started_at, run_id=run.run_id)
     await database_sync_to_async(run_turn_finished_hooks)(req.session_id, ended)
 
 

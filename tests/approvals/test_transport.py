@@ -312,3 +312,27 @@ def test_recall_rules_bad_input_and_patch(env, owner_api) -> None:
     assert (changed.json()["on_approval"], changed.json()["allowed_tools"], changed.json()["max_seconds"]) == (
         "park", ["terminal", "todo"], 60)
     assert owner_api.get(url).json()["waiting_approval"] is None
+
+
+async def test_a_run_that_dies_mid_wait_leaves_no_approval_pending(env) -> None:
+    from approvals_app.models import Approval
+    from sessions_app import runs
+
+    kept = await sync_to_async(_open)(env.session_id, env.user)  # another run's: untouched
+
+    async def dying_turn(session_id: str, text: str, **kw: Any) -> Any:
+        from approvals_app.services import approval_open
+
+        await sync_to_async(approval_open)(
+            session_id=session_id, user_id=env.user.pk, run_id=kw["run_id"], tool="terminal", args={}, reason="r",
+            touches="", tainted_by=(), origin="live", is_subagent=False, wait_seconds=600)
+        raise RuntimeError("the loop crashed while a call waited")
+        yield  # pragma: no cover - an async generator
+
+    runs.set_run_registry(runs.RunRegistry(store=runs.LocalStore(), turn=dying_turn))
+    result = await runs.get_run_registry().run_turn(runs.TurnRequest(session_id=env.session_id, text="x",
+                                                                      user_id=env.user.pk))
+    assert result.outcome.startswith("error:")
+    statuses = await sync_to_async(lambda: dict(Approval.objects.values_list("run_id", "status")))()
+    assert statuses.pop("r") == "pending" and list(statuses.values()) == ["cancelled"]
+    assert (await sync_to_async(Approval.objects.get)(pk=kept.pk)).status == "pending"
