@@ -1,13 +1,13 @@
 """The REST API: one NinjaAPI, a Router per app, one exception handler for our errors.
 
 Mounted at the root so the paths are the documented ones (/health, /sessions, /agents/...);
-OpenAPI at /api/openapi.json, docs at /api/docs.
+OpenAPI at /api/openapi.json, docs at /api/docs (served from local files: it works offline).
 """
 from __future__ import annotations
 
 import structlog
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from navi_site.auth import api_auth
@@ -23,6 +23,9 @@ api = NinjaAPI(
     urls_namespace="api",
     openapi_url="/api/openapi.json",
     docs_url="/api/docs",
+    # Offline: the Swagger UI files come from django-ninja's own static files ("ninja" is an installed
+    # app), and the validator badge (an image from validator.swagger.io) is off.
+    docs=Swagger(settings={"validatorUrl": None}),
 )
 
 

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_celery_beat",
+    "ninja",  # its templates and static files: /api/docs serves Swagger UI from here, not from a CDN
     "navi_site",
     "profiles_app",
     "local_models",
