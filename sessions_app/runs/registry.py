@@ -179,9 +179,18 @@ class RunRegistry:
         return run
 
     async def run_turn(self, request: TurnRequest) -> TurnResult:
-        """Start a turn and wait for its end (REST /messages, recalls). Raises SessionBusy."""
+        """Start a turn and wait for its end (REST /messages, recalls). Raises SessionBusy.
+
+        Returns once the run's task is over, its end-of-turn work included (the title, the
+        turn-ended hooks), not merely when its result is known: a caller whose event loop ends
+        when this returns (``async_to_sync`` in a scale-out Celery worker, ``asyncio.run`` in a
+        plain thread) would otherwise cut that work off mid-way ("CurrentThreadExecutor already
+        quit"), and, say, an approval the run left pending would never be cancelled."""
         run = await self.start_turn(request)
-        return await asyncio.shield(run.done)
+        result = await asyncio.shield(run.done)
+        if run.task is not None:
+            await asyncio.shield(run.task)  # _execute never raises: its end-of-turn steps are _safe
+        return result
 
     async def arequest_stop(self, session_id: str) -> bool:
         """Ask the session's run to stop, wherever it runs. True when a run was active."""

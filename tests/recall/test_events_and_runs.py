@@ -108,3 +108,43 @@ def test_the_registry_reports_busy(session, monkeypatch) -> None:
     monkeypatch.setattr(runs, "is_busy", lambda session_id: session_id == str(session.id))
     recall = make_recall(session)
     assert firing.fire_recall(str(recall.id)) == "deferred"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_outside_the_server_loop_runs_its_end_of_turn_hooks(session, user) -> None:
+    """A worker without a server loop (scale-out Celery, a plain thread) runs the turn on the loop of
+    ``async_to_sync`` / ``asyncio.run``. The registry's end-of-turn work (the turn-ended hooks: here
+    approvals_app cancelling an approval the run left pending) comes after the run's result is set;
+    it must still run before that loop goes away (it used to fail: "CurrentThreadExecutor already quit")."""
+    import threading
+
+    from approvals_app.models import Approval
+    from approvals_app.services import approval_open
+
+    runs = pytest.importorskip("sessions_app.runs")
+
+    async def turn(session_id: str, text: str, **kw: Any) -> Any:
+        # A call waited for approval and the run ended without settling it (it died mid-wait).
+        await sync_to_async(approval_open, thread_sensitive=False)(
+            session_id=session_id, user_id=kw["user_id"], run_id=kw["run_id"], tool="terminal",
+            args={"command": "rm -rf build"}, reason="terminal runs commands", touches="build", tainted_by=(),
+            origin="recall", is_subagent=False, wait_seconds=600)
+        yield StreamEnd(content="Done.")
+
+    runs.set_run_registry(runs.RunRegistry(turn=turn))  # the tier's store: Redis in scale-out
+    try:
+        recall = make_recall(session)
+        assert firing.fire_recall(str(recall.id)) == "success"  # Celery's path: async_to_sync, no server loop
+        approval = Approval.objects.get(session=session)
+        assert (approval.status, approval.decision_reason) == ("cancelled", "the turn ended")
+
+        outcome: list[str] = []
+        thread = threading.Thread(target=lambda: outcome.append(runs.run_recall_turn_blocking(
+            str(session.id), user_id=user.pk, content="Again.")))  # a plain thread: asyncio.run
+        thread.start()
+        thread.join(30)
+        assert outcome == ["success"]
+        pending = Approval.objects.filter(session=session, status="pending")
+        assert list(pending) == [], "the second run's orphaned approval stayed pending"
+    finally:
+        runs.set_run_registry(None)
