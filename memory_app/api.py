@@ -16,6 +16,29 @@ PREFIX = "/memory"
 router = Router(tags=["memory"])
 
 
+EXCERPT = 240
+
+
+def provenance(fact: MemoryFact) -> dict[str, Any] | None:
+    """Where the fact was stated: the session and the message (its seq links into the chat), or None
+    when nothing is known or the conversation was deleted."""
+    session = fact.source_session
+    if session is None or session.owner_id != fact.user_id:
+        return None
+    message = fact.source_message
+    if message is not None and message.session_id != session.pk:
+        message = None
+    text = " ".join((message.content or "").split()) if message is not None else ""
+    return {
+        "session_id": str(session.pk),
+        "session_title": session.title,
+        "message_seq": message.seq if message is not None else None,
+        "message_role": message.role if message is not None else None,
+        "excerpt": text[:EXCERPT] + ("…" if len(text) > EXCERPT else ""),
+        "stated_at": message.created_at if message is not None else None,
+    }
+
+
 def fact_out(fact: MemoryFact) -> dict[str, Any]:
     return {
         "id": fact.pk,
@@ -24,6 +47,7 @@ def fact_out(fact: MemoryFact) -> dict[str, Any]:
         "value": fact.value,
         "confidence": fact.confidence,
         "source_session_id": str(fact.source_session_id) if fact.source_session_id else None,
+        "source": provenance(fact),
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
         "expires_at": fact.expires_at,
@@ -33,7 +57,7 @@ def fact_out(fact: MemoryFact) -> dict[str, Any]:
 def _search_page(user_id: int, q: str, category: str | None, limit: int, offset: int) -> tuple[list[MemoryFact], int]:
     ids = ranked_fact_ids(user_id=user_id, query=q, category=category)
     page = ids[offset : offset + limit]
-    by_id = MemoryFact.objects.filter(user_id=user_id).in_bulk(page)
+    by_id = selectors.facts_with_provenance(MemoryFact.objects.filter(user_id=user_id)).in_bulk(page)
     return [by_id[i] for i in page if i in by_id], len(ids)
 
 
@@ -52,7 +76,7 @@ def list_facts(
     else:
         qs = selectors.fact_list(user_id=request.user.pk, category=cat, include_expired=include_expired)
         total = qs.count()
-        items = list(qs[offset : offset + limit])
+        items = list(selectors.facts_with_provenance(qs)[offset : offset + limit])
     return {"items": [fact_out(f) for f in items], "total": total, "limit": limit, "offset": offset}
 
 

@@ -9,6 +9,7 @@ once; then the run is recorded as failed and no fact is touched.
 """
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,7 +24,7 @@ from django.utils import timezone
 from agent.llm.base import ChatMessage, LLMError
 from memory_app import llm, prompts, selectors, services
 from memory_app.models import MemoryFactChange, SessionMemoryState
-from memory_app.parsing import Extraction, InvalidOutput, parse_extraction
+from memory_app.parsing import Extraction, FactCandidate, InvalidOutput, parse_extraction
 from navi_site.errors import BadRequest
 from sessions_app.models import Message, Session
 
@@ -59,6 +60,31 @@ class Batch:
     transcript: str
     last_message: Message
     up_to_seq: int  # what extracted_up_to_seq becomes once this batch is applied
+    # The user messages of the transcript by their [#N]: a fact's provenance is one of them.
+    user_messages: dict[int, Message]
+
+    def source_of(self, fact: FactCandidate) -> Message | None:
+        """The user message that stated ``fact``: the one the model named when that is a user message of
+        this batch, else the one sharing the most words with the fact (the latest on a tie), else None.
+        Never the end of the window: a wrong provenance is worse than none."""
+        named = self.user_messages.get(fact.source) if fact.source is not None else None
+        if named is not None:
+            return named
+        wanted = _words(f"{fact.value} {fact.key.replace('_', ' ')}")
+        best: tuple[int, int] = (0, 0)
+        found: Message | None = None
+        for number, message in self.user_messages.items():
+            score = (len(wanted & _words(message.content or "")), number)
+            if score[0] and score > best:
+                best, found = score, message
+        return found
+
+
+_WORD = re.compile(r"\w{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
 
 
 # -- claiming ------------------------------------------------------------------------------
@@ -93,9 +119,9 @@ def release(session_id: Any, token: str) -> None:
 # -- the batch -----------------------------------------------------------------------------
 
 
-def _line(message: Message) -> str:
+def _line(message: Message, number: int) -> str:
     speaker = "User" if message.role == Message.Role.USER else "Assistant"
-    return f"{speaker}: {(message.content or '').strip()}"
+    return f"[#{number}] {speaker}: {(message.content or '').strip()}"
 
 
 def build_batch(*, session_id: Any, after_seq: int, budget: int) -> Batch | None:
@@ -106,25 +132,31 @@ def build_batch(*, session_id: Any, after_seq: int, budget: int) -> Batch | None
     """
     snapshot = selectors.last_seq(session_id=session_id)
     lines: list[str] = []
+    users: dict[int, Message] = {}
     used = 0
     last: Message | None = None
     complete = True
     for message in selectors.new_messages(session_id=session_id, after_seq=after_seq).filter(
         seq__lte=snapshot
     ).iterator(chunk_size=100):
-        line = _line(message)
+        line = _line(message, len(lines) + 1)
         if used + len(line) + 2 > budget:
             if last is None:
                 lines.append(line[: max(0, budget - len(TRUNCATED))] + TRUNCATED)
                 last = message
+                if message.role == Message.Role.USER:
+                    users[1] = message
             complete = False
             break
+        if message.role == Message.Role.USER:
+            users[len(lines) + 1] = message
         lines.append(line)
         used += len(line) + 2
         last = message
     if last is None:
         return None
-    return Batch(transcript="\n\n".join(lines), last_message=last, up_to_seq=snapshot if complete else last.seq)
+    return Batch(transcript="\n\n".join(lines), last_message=last, up_to_seq=snapshot if complete else last.seq,
+                 user_messages=users)
 
 
 def _known_facts(user_id: int, budget: int) -> str:
@@ -173,10 +205,11 @@ def _apply(session: Session, token: str, old_seq: int, batch: Batch, result: Ext
         if not moved:
             return False
         for fact in result.facts:
+            source = batch.source_of(fact)
             try:
                 done = services.fact_upsert(
                     user_id=session.owner_id, category=fact.category, key=fact.key, value=fact.value,
-                    confidence=fact.confidence, session_id=session.pk, message_id=batch.last_message.pk,
+                    confidence=fact.confidence, session_id=session.pk, message_id=source.pk if source else None,
                     reason=MemoryFactChange.Reason.CONTRADICTED,
                 )
             except BadRequest:

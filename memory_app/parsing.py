@@ -25,6 +25,7 @@ class _FactOut(BaseModel):
     key: StrictStr
     value: StrictStr
     confidence: float = Field(default=0.8, allow_inf_nan=False)
+    source: Any = None  # the [#N] of the stating message; anything unusable means "not given"
 
     @field_validator("value", mode="before")
     @classmethod
@@ -53,6 +54,7 @@ class FactCandidate:
     key: str
     value: str
     confidence: float
+    source: int | None = None  # the [#N] the model named; checked against the batch by the caller
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +79,18 @@ def _candidate(item: _FactOut) -> FactCandidate | None:
     confidence = min(1.0, max(0.0, item.confidence))
     if confidence < MIN_CONFIDENCE:
         return None
-    return FactCandidate(category=normalize_category(item.category), key=key, value=value, confidence=confidence)
+    return FactCandidate(category=normalize_category(item.category), key=key, value=value, confidence=confidence,
+                         source=_source_number(item.source))
+
+
+def _source_number(raw: Any) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and (digits := raw.strip().lstrip("#[").rstrip("]")).isdigit():
+        return int(digits)
+    return None
 
 
 def parse_extraction(text: str) -> Extraction:

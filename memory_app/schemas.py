@@ -9,6 +9,15 @@ from pydantic import Field
 from memory_app.normalize import MAX_KEY, MAX_VALUE
 
 
+class SourceOut(Schema):
+    session_id: str
+    session_title: str
+    message_seq: int | None
+    message_role: str | None
+    excerpt: str
+    stated_at: datetime | None
+
+
 class FactOut(Schema):
     id: int
     category: str
@@ -16,6 +25,7 @@ class FactOut(Schema):
     value: str
     confidence: float
     source_session_id: str | None
+    source: SourceOut | None
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None

@@ -80,3 +80,14 @@ def last_seq(*, session_id: Any) -> int:
     """The highest seq the session has handed out (0 for none)."""
     next_seq = Session.objects.filter(pk=session_id).values_list("next_seq", flat=True).first()
     return max(0, (next_seq or 1) - 1)
+
+
+def stating_message_id(*, session_id: Any) -> int | None:
+    """The user message a fact saved during the running turn comes from: the turn's (latest) user message."""
+    return (Message.objects.filter(session_id=session_id, role=Message.Role.USER, buffer__in=DISPLAY_BUFFERS)
+            .order_by("-seq").values_list("pk", flat=True).first())
+
+
+def facts_with_provenance(qs: QuerySet[MemoryFact]) -> QuerySet[MemoryFact]:
+    """The facts with what their provenance shows (source session's title, source message's seq and text)."""
+    return qs.select_related("source_session", "source_message")

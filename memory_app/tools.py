@@ -121,7 +121,8 @@ def _save(user_id: int, params: dict[str, Any]) -> services.UpsertResult:
     try:
         result = services.fact_upsert(
             user_id=user_id, category=str(params.get("category") or "other"), key=str(params.get("key") or ""),
-            value=str(params.get("value") or ""), confidence=1.0, session_id=_session_id(),
+            value=str(params.get("value") or ""), confidence=1.0, session_id=(sid := _session_id()),
+            message_id=selectors.stating_message_id(session_id=sid) if sid else None,
             reason=MemoryFactChange.Reason.USER_REQUEST,
         )
     except NaviError as exc:

@@ -12,6 +12,7 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("setup/", views.setup, name="setup"),
     path("skills/", views.skills_page, name="skills"),
+    path("memory/", views.memory_page, name="memory"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("sw.js", service_worker, name="service-worker"),

@@ -36,6 +36,12 @@ def skills_page(request: HttpRequest) -> HttpResponse:
     return render(request, "skills.html", {"user": request.user})
 
 
+@login_required
+def memory_page(request: HttpRequest) -> HttpResponse:
+    """The memory page: the user's facts by category with where each was said, edit, forget, the summary."""
+    return render(request, "memory.html", {"user": request.user})
+
+
 class FirstAccountForm(UserCreationForm):
     email = forms.EmailField(required=False)
 

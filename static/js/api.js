@@ -16,7 +16,7 @@ function toLogin() {
   window.location.assign(`/login/?next=${encodeURIComponent(window.location.pathname + window.location.hash)}`);
 }
 
-async function request(method, path, body) {
+export async function request(method, path, body) {
   const headers = { Accept: "application/json" };
   if (method !== "GET" && method !== "HEAD") headers["X-CSRFToken"] = csrfToken();
   const form = typeof FormData !== "undefined" && body instanceof FormData; // multipart: the browser sets the type

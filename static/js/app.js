@@ -12,9 +12,22 @@ import { toast } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
 
+// #<session id>, or #<session id>/m<seq>: that conversation at that message (links from the memory page).
+function parseHash() {
+  const m = window.location.hash.match(/^#([0-9a-f-]{32,36})(?:\/m(\d{1,18}))?$/i);
+  return m ? { id: m[1], seq: m[2] ? Number(m[2]) : null } : { id: null, seq: null };
+}
+
 function sessionFromHash() {
-  const id = window.location.hash.replace(/^#/, "");
-  return /^[0-9a-f-]{32,36}$/i.test(id) ? id : null;
+  return parseHash().id;
+}
+
+async function openFromHash() {
+  const { id, seq } = parseHash();
+  if (!id) return false;
+  if (id !== store.currentId) await chat.open(id);
+  if (seq) await chat.revealMessage(seq);
+  return true;
 }
 
 function renderProfilePicker() {
@@ -64,10 +77,7 @@ async function main() {
   });
   $("new-chat").addEventListener("click", newChat);
   on("chat:deleted-current", newChat);
-  window.addEventListener("hashchange", () => {
-    const id = sessionFromHash();
-    if (id && id !== store.currentId) chat.open(id);
-  });
+  window.addEventListener("hashchange", () => { openFromHash(); });
 
   // A small debug handle for tests and the console.
   window.__navi = {
@@ -77,9 +87,7 @@ async function main() {
   };
 
   await Promise.all([loadProfiles(), refreshSessions()]);
-  const id = sessionFromHash();
-  if (id) await chat.open(id);
-  else newChat();
+  if (!(await openFromHash())) newChat();
   document.body.classList.add("ready");
 }
 

@@ -193,27 +193,51 @@ function refreshTodo() {
   }, 150);
 }
 
+/** Scroll to the message with ``seq`` and mark it, loading earlier pages until it is there (or the start). */
+export async function revealMessage(seq) {
+  const id = store.currentId;
+  for (let pages = 0; pages < 50 && id === store.currentId; pages += 1) {
+    const node = els.messages.querySelector(`.msg[data-seq="${Number(seq)}"]`);
+    if (node) {
+      s.stick = false;
+      // After the frame in which opening the conversation scrolls to its end.
+      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+      node.scrollIntoView({ block: "center" });
+      node.classList.add("is-target");
+      setTimeout(() => node.classList.remove("is-target"), 4000);
+      return true;
+    }
+    const earlier = els.messages.querySelector(".load-earlier");
+    if (!earlier || s.firstSeq === null || s.firstSeq <= seq) break;
+    await loadEarlier(earlier);
+  }
+  toast("That message is no longer in the conversation.", "error");
+  return false;
+}
+
 function loadEarlierButton() {
   const button = el("button", { type: "button", class: "btn btn-ghost load-earlier" }, "Load earlier messages");
-  button.addEventListener("click", async () => {
-    const id = store.currentId;
-    button.disabled = true;
-    try {
-      const page = await api.getSession(id, { before: s.firstSeq });
-      if (id !== store.currentId) return;
-      const { nodes } = renderHistory(page.messages || []);
-      const height = els.scroller.scrollHeight;
-      if (page.messages && page.messages.length) s.firstSeq = page.messages[0].seq;
-      button.after(...nodes);
-      if (!page.has_more) button.remove();
-      else button.disabled = false;
-      els.scroller.scrollTop += els.scroller.scrollHeight - height;
-    } catch (err) {
-      button.disabled = false;
-      toast(err.message, "error");
-    }
-  });
+  button.addEventListener("click", () => loadEarlier(button));
   return button;
+}
+
+async function loadEarlier(button) {
+  const id = store.currentId;
+  button.disabled = true;
+  try {
+    const page = await api.getSession(id, { before: s.firstSeq });
+    if (id !== store.currentId) return;
+    const { nodes } = renderHistory(page.messages || []);
+    const height = els.scroller.scrollHeight;
+    if (page.messages && page.messages.length) s.firstSeq = page.messages[0].seq;
+    button.after(...nodes);
+    if (!page.has_more) button.remove();
+    else button.disabled = false;
+    els.scroller.scrollTop += els.scroller.scrollHeight - height;
+  } catch (err) {
+    button.disabled = false;
+    toast(err.message, "error");
+  }
 }
 
 async function reload({ force = false, keepWitnessed = false } = {}) {

@@ -90,3 +90,40 @@ def test_summary(api: Any, user: Any, mine: list[MemoryFact]) -> None:
 
 def test_authentication_required(client: Any) -> None:
     assert client.get("/memory/facts").status_code == 401
+
+
+def test_facts_carry_their_provenance(api: Any, user: Any) -> None:
+    from sessions_app.services import message_append, session_create, session_update
+
+    session = session_create(owner=user)
+    session_update(session=session, title="School plans")
+    said = message_append(session_id=session.id, role="user", content="My daughter   Mia starts school\nin September.")
+    message_append(session_id=session.id, role="assistant", content="Lovely.")
+    fact = MemoryFact.objects.create(user=user, category="people", key="daughter_name", value="Mia",
+                                     source_session=session, source_message=said)
+    unknown = MemoryFact.objects.create(user=user, category="other", key="hobby", value="chess")
+
+    items = {f["key"]: f for f in api.get("/memory/facts").json()["items"]}
+    assert items["daughter_name"]["source"] == {
+        "session_id": str(session.id), "session_title": "School plans", "message_seq": said.seq,
+        "message_role": "user", "excerpt": "My daughter Mia starts school in September.",
+        "stated_at": items["daughter_name"]["source"]["stated_at"],
+    }
+    assert items["hobby"]["source"] is None
+    assert api.get(f"/memory/facts/{fact.pk}").json()["source"]["message_seq"] == said.seq
+    assert api.get("/memory/facts", data={"q": "daughter"}).json()["items"][0]["source"]["session_title"] == "School plans"
+
+    session.delete()  # the conversation is gone: the fact stays, without a link
+    assert api.get(f"/memory/facts/{fact.pk}").json()["source"] is None
+    assert api.get(f"/memory/facts/{unknown.pk}").status_code == 200
+
+
+def test_memory_page_needs_a_login_and_loads_its_script(client: Any, user: Any) -> None:
+    anonymous = client.get("/memory/")
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")
+    client.force_login(user)
+    page = client.get("/memory/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "js/memory-page.js" in html and 'id="memory-groups"' in html
+    assert client.get("/").content.decode().count('href="/memory/"') == 1  # the chat links to it

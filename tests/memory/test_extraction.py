@@ -25,7 +25,8 @@ def test_new_facts_are_extracted_with_provenance_and_summary(llm: Any, user: Any
     assert set(facts) == {("preferences", "favourite_editor"), ("environment", "home_server_os")}
     editor = facts[("preferences", "favourite_editor")]
     assert (editor.value, editor.confidence, editor.source_session_id) == ("Neovim", 0.9, session.id)
-    assert editor.source_message.content == "Noted, Neovim on Debian."  # the last message of the batch
+    # No "source" in the answer: the user message that shares the fact's words, not the end of the window.
+    assert editor.source_message.content == "I use Neovim on my Debian 12 home server."
     request = llm.chat_requests[0].json
     assert request["format"]["required"] == ["facts", "forget"]
     assert request["think"] is False and request["options"]["temperature"] == 0.1
@@ -161,3 +162,57 @@ def test_only_tool_noise_moves_the_watermark_without_a_call(llm: Any, user: Any)
     assert extract_session.run(str(session.id)) == "nothing_new"
     assert llm.chat_requests == []
     assert SessionMemoryState.objects.get(session=session).extracted_up_to_seq == 1
+
+
+PROVENANCE_TURNS = [
+    ("user", "My daughter Mia starts school in September."),
+    ("assistant", "How exciting for Mia!"),
+    ("user", "Also, I run Arch Linux on my laptop."),
+    ("assistant", "Arch, nice."),
+    ("user", "What's the weather like?"),
+    ("assistant", "Sunny."),
+]
+
+
+def test_each_fact_records_the_message_that_stated_it(llm: Any, user: Any) -> None:
+    session = make_session(user, PROVENANCE_TURNS)
+    reply_json(llm, {"facts": [
+        {"category": "people", "key": "daughter_name", "value": "Mia", "confidence": 0.9, "source": 1},
+        {"category": "environment", "key": "laptop_os", "value": "Arch Linux", "confidence": 0.9, "source": "#3"},
+    ], "forget": []})
+    llm.script(text="summary")
+    assert extract_session.run(str(session.id)) == "extracted"
+
+    sent = chat_text(llm.chat_requests[0])
+    assert "[#1] User: My daughter Mia" in sent and "[#3] User: Also, I run Arch" in sent
+    assert llm.chat_requests[0].json["format"]["properties"]["facts"]["items"]["required"][-1] == "source"
+    facts = {f.key: f for f in MemoryFact.objects.filter(user=user).select_related("source_message")}
+    assert facts["daughter_name"].source_message.content == "My daughter Mia starts school in September."
+    assert facts["laptop_os"].source_message.content == "Also, I run Arch Linux on my laptop."
+    assert facts["laptop_os"].source_message.seq == 3
+    last = session.message_rows.order_by("-seq").first()
+    assert all(f.source_message_id != last.pk for f in facts.values())  # never the end of the window
+
+
+@pytest.mark.parametrize("source", [2, 99, -1, "three", None, True])
+def test_a_wrong_or_missing_source_falls_back_to_the_words_of_the_fact(llm: Any, user: Any, source: Any) -> None:
+    """An assistant message, a number outside the batch or junk: the user message sharing the fact's words."""
+    session = make_session(user, PROVENANCE_TURNS)
+    reply_json(llm, {"facts": [
+        {"category": "environment", "key": "laptop_os", "value": "Arch Linux", "confidence": 0.9, "source": source},
+    ], "forget": []})
+    llm.script(text="summary")
+    assert extract_session.run(str(session.id)) == "extracted"
+    fact = MemoryFact.objects.select_related("source_message").get(user=user)
+    assert fact.source_message.content == "Also, I run Arch Linux on my laptop."
+
+
+def test_a_fact_no_user_message_mentions_gets_no_provenance(llm: Any, user: Any) -> None:
+    session = make_session(user, PROVENANCE_TURNS)
+    reply_json(llm, {"facts": [
+        {"category": "work", "key": "employer", "value": "ACME Corp", "confidence": 0.9, "source": 6},
+    ], "forget": []})
+    llm.script(text="summary")
+    extract_session.run(str(session.id))
+    fact = MemoryFact.objects.get(user=user)
+    assert fact.source_session_id == session.id and fact.source_message_id is None

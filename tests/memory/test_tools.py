@@ -28,9 +28,12 @@ def theirs(other_user: Any) -> MemoryFact:
 
 
 async def test_save_then_search_then_forget(as_user: Any, theirs: MemoryFact, enqueued: list[Any]) -> None:
-    from sessions_app.services import session_create
+    from sessions_app.services import message_append, session_create
 
     session = await sync_to_async(session_create)(owner=as_user)
+    stated = await sync_to_async(message_append)(session_id=session.id, role="user",
+                                                 content="Remember that I edit with Neovim.")
+    await sync_to_async(message_append)(session_id=session.id, role="assistant", content="Saving it.")
     sid = current_session_id.set(str(session.id))
     try:
         saved = await MemorySaveTool().execute(
@@ -40,6 +43,7 @@ async def test_save_then_search_then_forget(as_user: Any, theirs: MemoryFact, en
     assert saved.success and saved.output.startswith("Saved: [preferences] favourite_editor: Neovim")
     fact = await MemoryFact.objects.aget(user=as_user)
     assert (fact.confidence, fact.source_session_id) == (1.0, session.id)
+    assert fact.source_message_id == stated.pk  # the user's message of the turn, not Navi's answer
     assert enqueued == [("memory.rebuild_summary", (as_user.pk,))]
 
     again = await MemorySaveTool().execute({"category": "preferences", "key": "favourite_editor", "value": "Helix"})
