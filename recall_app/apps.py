@@ -22,13 +22,14 @@ class RecallAppConfig(AppConfig):
     verbose_name = "Recalls"
 
     def ready(self) -> None:
-        from recall_app.firing import fire_deferred_after_turn
+        from recall_app.firing import end_claim_of_dead_turn, fire_deferred_after_turn
         from recall_app.selectors import filter_has_pending_recall
-        from sessions_app.hooks import add_filter, add_flag_provider, on_turn_finished
+        from sessions_app.hooks import add_filter, add_flag_provider, on_turn_finished, on_turn_recovered
 
         add_flag_provider(_pending_flags)
         add_filter("has_pending_recall", filter_has_pending_recall)
         on_turn_finished(fire_deferred_after_turn)
+        on_turn_recovered(end_claim_of_dead_turn)
         self._connect_approvals()
         self._register_tools()
 

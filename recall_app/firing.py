@@ -369,6 +369,28 @@ def recover_expired_claims(*, now: datetime | None = None) -> int:
     return done
 
 
+def end_claim_of_dead_turn(session_id: str, turn_started_at: datetime) -> bool:
+    """A turn of ``session_id`` was closed because its process died (``sessions_app`` recovery). If a
+    recall of that session was claimed before the turn started, the dead turn was its run: end the
+    occurrence now as interrupted (not when its lease runs out), and tell the clients
+    (``recall_update`` then ``session_sync``). True when it did."""
+    firing = (Recall.objects.filter(session_id=session_id, status=Recall.Status.FIRING)
+              .values_list("pk", "claim_token").first())
+    if firing is None:
+        return False
+    pk, token = firing
+    if not RecallRun.objects.filter(claim_token=token, started_at__lte=turn_started_at,
+                                    finished_at__isnull=True).exists():
+        return False  # a newer claim whose own turn is alive (or not started): not this one's run
+    action = finish_claim(recall_id=str(pk), token=token, run_id=None, outcome=RecallRun.Outcome.INTERRUPTED,
+                          error=INTERRUPTED_ERROR)
+    if action is None:
+        return False
+    notify.on_commit_session_sync(str(session_id))
+    log.warning("recall_interrupted_with_its_turn", recall_id=str(pk), action=action)
+    return True
+
+
 def dispatch_due(*, now: datetime | None = None, grace: float | None = None) -> list[str]:
     """Send fire tasks for due pending recalls whose own task is late (lost in a restart, broker
     flush, beyond the ETA horizon, or it found every slot taken), at most as many as there are

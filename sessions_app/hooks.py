@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -22,6 +23,7 @@ _flag_providers: list[Callable[[list[uuid.UUID]], dict[uuid.UUID, dict[str, Any]
 _filters: dict[str, Callable[[QuerySet[Session], Any], QuerySet[Session]]] = {}
 _turn_finished: list[Callable[[str], None]] = []
 _turn_ended: list[Callable[[TurnEnded], None]] = []
+_turn_recovered: list[Callable[[str, datetime], bool]] = []
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +73,26 @@ def on_turn_ended(hook: Callable[[TurnEnded], None]) -> None:
     """``hook(TurnEnded)`` runs (in a thread, may use the ORM) after every turn, with its outcome."""
     if hook not in _turn_ended:
         _turn_ended.append(hook)
+
+
+def on_turn_recovered(hook: Callable[[str, datetime], bool]) -> None:
+    """``hook(session_id, turn_started_at)`` runs (sync, may use the ORM) when a turn whose process died
+    was closed as interrupted, before the session's clients are told. An app that owned the run (a
+    recall) ends its own record there and returns True when it told the clients itself (so its
+    ``recall_update`` reaches them before the ``session_sync``, as spec 004 orders them)."""
+    if hook not in _turn_recovered:
+        _turn_recovered.append(hook)
+
+
+def run_turn_recovered_hooks(session_id: str, started_at: datetime) -> bool:
+    """Whether a hook told the session's clients; a hook that fails is logged and counts as not."""
+    told = False
+    for hook in _turn_recovered:
+        try:
+            told = bool(hook(session_id, started_at)) or told
+        except Exception:  # noqa: BLE001 - one app's failure must not keep the turn from being closed
+            log.exception("turn_recovered_hook_failed", hook=getattr(hook, "__qualname__", repr(hook)))
+    return told
 
 
 def run_turn_finished_hooks(session_id: str, ended: TurnEnded | None = None) -> None:

@@ -103,6 +103,7 @@ def running_turn_finish(*, run_id: str, error: str | None = None, partial: Parti
 class Recovered:
     session_id: str
     run_id: str
+    started_at: datetime
 
 
 def turns_recover(*, now: datetime | None = None, live_run_ids: set[str] | None = None) -> list[Recovered]:
@@ -125,7 +126,7 @@ def turns_recover(*, now: datetime | None = None, live_run_ids: set[str] | None 
                 continue
             _close(locked, text=locked.partial_text, thinking=locked.partial_thinking, error=None, interrupted=True)
             locked.delete()
-        closed.append(Recovered(session_id=str(row.session_id), run_id=row.run_id))
+        closed.append(Recovered(session_id=str(row.session_id), run_id=row.run_id, started_at=row.started_at))
         log.warning("turn_recovered_as_interrupted", session_id=str(row.session_id), run_id=row.run_id,
                     owner=row.owner, partial_chars=len(row.partial_text))
     return closed

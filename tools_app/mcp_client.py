@@ -133,6 +133,9 @@ class McpManager:
     status: dict[str, ServerStatus] = field(default_factory=dict)
     config_errors: list[str] = field(default_factory=list)
     _conns: dict[str, _Connection] = field(default_factory=dict)
+    # Connections told to close whose task may still be ending (stdio: the server process
+    # is being shut down); aclose() awaits them so no task outlives its event loop.
+    _retired: list[_Connection] = field(default_factory=list)
 
     def statuses(self) -> list[ServerStatus]:
         return [self.status[name] for name in sorted(self.status)]
@@ -143,8 +146,8 @@ class McpManager:
         new = {spec.name: spec for spec in specs}
         for name, conn in list(self._conns.items()):
             if new.get(name) != conn.spec:
-                conn.close()
                 del self._conns[name]
+                await self._retire(conn)
         self.specs, self.config_errors = new, errors
         self.status = {}
         found = await asyncio.gather(*(self._discover_one(spec) for spec in specs))
@@ -204,6 +207,7 @@ class McpManager:
             if not _is_protocol_error(exc):  # transport trouble: reconnect on the next call
                 conn.close()
                 self._conns.pop(spec.name, None)
+                self._retired.append(conn)
             raise
 
     def _connection(self, spec: ServerSpec) -> _Connection | None:
@@ -219,13 +223,17 @@ class McpManager:
 
     async def aclose(self) -> None:
         """Close the connections owned by the running event loop (others are told to close)."""
-        loop = asyncio.get_running_loop()
         conns, self._conns = list(self._conns.values()), {}
-        for conn in conns:
-            if conn.loop is loop:
-                await conn.wait_closed()
-            elif not conn.loop.is_closed():
-                conn.loop.call_soon_threadsafe(conn.close)
+        retired, self._retired = self._retired, []
+        for conn in conns + retired:
+            await self._retire(conn)
+
+    async def _retire(self, conn: _Connection) -> None:
+        """Close a connection; one of this event loop is awaited until its task has ended."""
+        if conn.loop is asyncio.get_running_loop():
+            await conn.wait_closed()
+        elif not conn.loop.is_closed():
+            conn.loop.call_soon_threadsafe(conn.close)
 
 
 def _is_protocol_error(exc: BaseException) -> bool:

@@ -14,6 +14,7 @@ log = structlog.get_logger(__name__)
 def recover_turns() -> list[Recovered]:
     """Call from sync code: ``manage.py start`` and the beat task ``sessions.recover_turns``."""
     from sessions_app.bus import publish
+    from sessions_app.hooks import run_turn_recovered_hooks
     from sessions_app.runs.instance import get_run_registry
 
     closed = turns_recover(live_run_ids=drafts.live_run_ids())
@@ -23,7 +24,8 @@ def recover_turns() -> list[Recovered]:
     for turn in closed:
         try:
             store.release_sync(turn.session_id, turn.run_id)
-            publish(turn.session_id, {"type": "session_sync"})
+            if not run_turn_recovered_hooks(turn.session_id, turn.started_at):
+                publish(turn.session_id, {"type": "session_sync"})
         except Exception:  # noqa: BLE001 - the lock expires by itself; clients reload on connect
             log.warning("turn_recover_release_failed", session_id=turn.session_id, exc_info=True)
     return closed
