@@ -102,11 +102,13 @@ class Agent:
         planning: bool = True,
         rules: gate.RunRules | None = None,
         tainted_by: Sequence[str] = (),
+        user_metadata: dict[str, Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Stream one turn. Ends with StreamEnd (+ ContextCompressed), StreamStopped or Error.
 
         ``rules``: an unattended run's own rules (a recall's; None for a live turn); ``tainted_by``:
-        untrusted content the turn starts with (an incoming message), see ``agent.gate``."""
+        untrusted content the turn starts with (an incoming message), see ``agent.gate``;
+        ``user_metadata``: stored with the user message (an edited exchange's branch group)."""
         run_id = run_id or uuid.uuid4().hex[:16]
         stop_event = stop_event or asyncio.Event()
         saved = ctx.snapshot()
@@ -132,7 +134,8 @@ class Agent:
             ctx.current_guard.set(guard)
             turn = Turn(session_id=str(session_id), profile=profile, history=history, save=save,
                         stop_event=stop_event, goal=user_message, memory=memory, guard=guard)
-            await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall))
+            await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall,
+                                       metadata=dict(user_metadata or {})))
             if _compression_due(state.context_token_count):
                 async for ev in self._compress(turn):
                     yield ev

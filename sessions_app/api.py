@@ -17,6 +17,8 @@ from sessions_app import files as session_files
 from sessions_app import selectors, services
 from sessions_app.models import Session
 from sessions_app.schemas import (
+    BranchOut,
+    EditIn,
     ErrorOut,
     FileOut,
     MessageIn,
@@ -107,9 +109,14 @@ def get_session(
     rows = list(qs.order_by("-seq")[: limit + 1])
     has_more = len(rows) > limit
     rows = rows[:limit][::-1]
+    branches = selectors.branches_of(session_id=session.id, messages=rows)
+    messages = [selectors.message_to_dict(m) for m in rows]
+    for m in messages:
+        if m["seq"] in branches:
+            m["branch"] = branches[m["seq"]]
     return session_out(
         session,
-        messages=[selectors.message_to_dict(m) for m in rows],
+        messages=messages,
         has_more=has_more,
         max_context_tokens=settings.OLLAMA_NUM_CTX,
         **session_flags([session.id]).get(session.id, {}),
@@ -237,29 +244,59 @@ async def post_message(request: HttpRequest, session_id: str, payload: MessageIn
 
 
 @router.post("/{session_id}/regenerate", response={202: OkOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
-             summary="Answer the last message again (the old answer is archived, not deleted)")
+             summary="Answer the last message again (the old answer stays as a branch you can view)")
 async def regenerate(request: HttpRequest, session_id: str) -> Status:
     """Starts the turn and returns at once; WebSocket clients see it stream like any other turn."""
+    session = await _aaccess(request, session_id)
+    await _refuse_busy(session)
+    target = await sync_to_async(services.session_regenerate_target)(session=session)
+    await _new_version(request, session, target, target.content or "")
+    return Status(202, {"ok": True})
+
+
+@router.post("/{session_id}/messages/{seq}/edit", response={202: OkOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+             summary="Edit your last message and answer it again (the old version stays as a branch you can view)")
+async def edit_message(request: HttpRequest, session_id: str, seq: int, payload: EditIn) -> Status:
+    """Only the last user message can be edited, and not while a turn runs (409); nothing changes
+    when the request is refused. Returns at once; the new answer streams like any other turn."""
+    session = await _aaccess(request, session_id)
+    await _refuse_busy(session)
+    target, text = await sync_to_async(services.session_edit_target)(session=session, seq=seq, content=payload.content)
+    await _new_version(request, session, target, text)
+    return Status(202, {"ok": True})
+
+
+@router.get("/{session_id}/branches/{group}", response={200: BranchOut, 404: ErrorOut},
+            summary="One version of an edited or regenerated exchange (index 1 = the oldest)")
+def get_branch(request: HttpRequest, session_id: str, group: int, index: int = Query(..., ge=1, le=10_000)) -> Any:
+    session = services.session_access(user=request.user, session_id=session_id)
+    return selectors.branch_version(session=session, group=group, index=index)
+
+
+async def _refuse_busy(session: Session) -> None:
+    from sessions_app.runs import SessionBusy, get_run_registry
+
+    if await get_run_registry().ais_busy(str(session.id)):
+        raise Conflict(SessionBusy().message)
+
+
+async def _new_version(request: HttpRequest, session: Session, target: Any, text: str) -> None:
+    """Archive the exchange from ``target`` on (under the turn's lock) and answer ``text`` as its next version."""
     from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
 
-    session = await _aaccess(request, session_id)
-    registry = get_run_registry()
-    if await registry.ais_busy(str(session.id)):
-        raise Conflict(SessionBusy().message)
-    target = await sync_to_async(services.session_regenerate_target)(session=session)
     user = request.auth  # type: ignore[attr-defined]
 
     async def archive() -> None:
         await sync_to_async(services.session_regenerate)(session_id=session.id, from_seq=target.seq)
 
-    turn = TurnRequest(session_id=str(session.id), text=target.content or "", user_id=user.pk,
+    turn = TurnRequest(session_id=str(session.id), text=text, user_id=user.pk,
                        user_role="staff" if user.is_staff else "user", images=tuple(target.images or ()),
-                       is_recall=target.is_recall, before=archive)
+                       is_recall=target.is_recall, before=archive,
+                       user_metadata={"branch_group": services.branch_group(target)})
     try:
-        await registry.start_turn(turn)
+        await get_run_registry().start_turn(turn)
     except SessionBusy as exc:
         raise Conflict(exc.message) from None
-    return Status(202, {"ok": True})
 
 
 @router.post("/{session_id}/stop", response=StopOut, summary="Ask the running turn to stop (cooperative)")

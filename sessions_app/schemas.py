@@ -91,6 +91,18 @@ class MessageIn(Schema):
     _clean = field_validator("content", mode="before")(_no_nul)
 
 
+class EditIn(Schema):
+    content: str = Field(description="The new text of your last message (the old version is kept as a branch)")
+
+
+class BranchOut(Schema):
+    group: int = Field(description="The seq of the exchange's first user message")
+    index: int = Field(description="This version, 1 = the oldest")
+    count: int
+    current: bool = Field(description="Whether this is the version the conversation goes on from")
+    messages: list[dict[str, Any]]
+
+
 class MessageOut(Schema):
     content: str
     stopped: bool

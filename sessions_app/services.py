@@ -124,25 +124,64 @@ def session_regenerate_target(*, session: Session) -> Message:
     return message
 
 
+MAX_EDIT_CHARS = 100_000
+
+
+def session_edit_target(*, session: Session, seq: int, content: str) -> tuple[Message, str]:
+    """The user message at ``seq`` and its new text, checked before anything changes.
+
+    Raises NotFound (no message of the user at that seq), Conflict (not the last message the user
+    sent: only that one can be edited, as a later answer depends on every earlier message),
+    BadRequest (empty or too long text)."""
+    text = (content or "").replace("\x00", "")
+    if not text.strip():
+        raise BadRequest("The edited message is empty: type the new text in 'content'.")
+    if len(text) > MAX_EDIT_CHARS:
+        raise BadRequest(f"The edited message has {len(text)} characters: the limit is {MAX_EDIT_CHARS}.")
+    message = (Message.objects.filter(session=session, seq=seq, role=Message.Role.USER,
+                                      buffer__in=(Message.Buffer.BOTH, Message.Buffer.MESSAGES)).first())
+    if message is None:
+        raise NotFound(f"Message #{seq} is not one of your messages in this conversation.")
+    last = session_regenerate_target(session=session)
+    if last.seq != message.seq:
+        raise Conflict(f"Only your last message (#{last.seq}) can be edited; message #{seq} has answers after it "
+                       "that depend on it. Edit the last one, or start a new conversation.")
+    return message, text
+
+
+def branch_group(message: Message) -> int:
+    """The exchange group a user message belongs to: the seq of the first version's user message."""
+    group = (message.metadata or {}).get("branch_group")
+    return int(group) if isinstance(group, int) else int(message.seq)
+
+
 def session_regenerate(*, session_id: str | uuid.UUID, from_seq: int) -> int:
     """Archive the last exchange (the user message at ``from_seq`` and everything after it) so that
-    it can be sent again; returns how many rows were archived.
+    it can be answered again (regenerate) or sent with new text (edit); returns how many rows were
+    archived.
 
-    A minimal regenerate, built for the "Regenerate" button of an interrupted or failed turn
-    (issue 21). Issue 22 grows it into regenerate/edit with the old branch kept and browsable: the
-    archived rows (``Message.Buffer.ARCHIVED``: neither shown nor sent to the model, never deleted)
-    are that old branch. A compression summary written after the message is kept: it stands for
-    older turns. Call it while the session's turn lock is held (the run registry's ``before``), so
-    no turn writes meanwhile. Raises Conflict when the message is no longer the last user message.
+    The archived rows are the old branch: ``Message.Buffer.ARCHIVED`` (neither shown nor sent to the
+    model, never deleted), each keeping its former buffer in ``metadata["archived_buffer"]`` so that
+    the branch can be shown again (``selectors.branch_version``). The new version's user message
+    carries ``metadata["branch_group"]`` (``branch_group`` of this one): the versions of one exchange
+    are the user messages of a group, in seq order. A compression summary written after the message
+    is kept: it stands for older turns. Call it while the session's turn lock is held (the run
+    registry's ``before``), so no turn writes meanwhile. Raises Conflict when the message is no
+    longer the last user message.
     """
     with transaction.atomic():
         newer = Message.objects.filter(session_id=session_id, role=Message.Role.USER, seq__gt=from_seq,
                                        buffer__in=(Message.Buffer.BOTH, Message.Buffer.MESSAGES))
         if newer.exists():
             raise Conflict("The conversation changed meanwhile: reload it and try again.")
-        archived = (Message.objects.filter(session_id=session_id, seq__gte=from_seq, is_summary=False)
-                    .exclude(buffer=Message.Buffer.ARCHIVED).update(buffer=Message.Buffer.ARCHIVED))
+        rows = list(Message.objects.select_for_update().filter(session_id=session_id, seq__gte=from_seq,
+                                                               is_summary=False)
+                    .exclude(buffer=Message.Buffer.ARCHIVED))
+        for row in rows:
+            row.metadata = {**(row.metadata or {}), "archived_buffer": row.buffer}
+            row.buffer = Message.Buffer.ARCHIVED
+        Message.objects.bulk_update(rows, ["metadata", "buffer"])
         # The agent's context cache is keyed on next_seq: moving it on makes the next turn re-read.
         Session.objects.filter(pk=session_id).update(next_seq=F("next_seq") + 1)
-    log.info("session_regenerate", session_id=str(session_id), from_seq=from_seq, archived=archived)
-    return archived
+    log.info("session_regenerate", session_id=str(session_id), from_seq=from_seq, archived=len(rows))
+    return len(rows)

@@ -60,6 +60,8 @@ class TurnRequest:
     # turn starts with (a message from a messaging channel): both reach the policy point.
     rules: Any = None
     tainted_by: tuple[str, ...] = ()
+    # Stored on the turn's user message (an edited or regenerated exchange's ``branch_group``).
+    user_metadata: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +334,8 @@ class RunRegistry:
             extra["rules"] = req.rules
         if req.tainted_by:
             extra["tainted_by"] = tuple(req.tainted_by)
+        if req.user_metadata:
+            extra["user_metadata"] = dict(req.user_metadata)
         stream = self.turn(
             req.session_id, req.text, images=tuple(req.images), files=tuple(req.files),
             is_recall=req.is_recall, stop_event=run.stop_event, user_id=req.user_id,

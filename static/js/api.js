@@ -65,6 +65,8 @@ export const api = {
   deleteSession: (id) => request("DELETE", `/sessions/${enc(id)}`),
   stop: (id) => request("POST", `/sessions/${enc(id)}/stop`),
   regenerate: (id) => request("POST", `/sessions/${enc(id)}/regenerate`),
+  editMessage: (id, seq, content) => request("POST", `/sessions/${enc(id)}/messages/${enc(seq)}/edit`, { content }),
+  getBranch: (id, group, index) => request("GET", `/sessions/${enc(id)}/branches/${enc(group)}?index=${enc(index)}`),
   getTodo: (id) => request("GET", `/sessions/${enc(id)}/todo`),
   getRecall: (id) => request("GET", `/sessions/${enc(id)}/recall`),
   cancelRecall: (id) => request("DELETE", `/sessions/${enc(id)}/recall`),

@@ -3,8 +3,8 @@
 import { api } from "./api.js";
 import { SessionSocket } from "./socket.js";
 import { emit, set, store } from "./store.js";
-import { el, toast } from "./util.js";
-import { errorCard, notice, renderHistory, textBlock, assistantTurn, userMessage } from "./render/messages.js";
+import { el, icon, toast } from "./util.js";
+import { branchSwitcher, errorCard, notice, renderHistory, textBlock, assistantTurn, userMessage } from "./render/messages.js";
 import { renderMarkdown } from "./render/markdown.js";
 import { planCard } from "./render/plan.js";
 import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
@@ -126,7 +126,7 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   const key = historyKey(messages, detail);
   if (!force && key === s.historyKey) return;
   s.historyKey = key;
-  const { nodes, todoCalls } = renderHistory(messages, { onContinue: continueTurn, onRegenerate: regenerate });
+  const { nodes, todoCalls } = renderHistory(messages, historyActions);
   s.lastRenderedSeq = last ? last.seq : 0;
   s.firstSeq = messages.length ? messages[0].seq : null;
   const children = [];
@@ -142,6 +142,7 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   scrollDown(true);
   showProposals();
   loadProposals(store.currentId);
+  decorateLast();
 }
 
 // -- skill proposals: cards at the end of the turn that proposed them -----------------------
@@ -254,6 +255,8 @@ async function reload({ force = false, keepWitnessed = false } = {}) {
       const messages = detail.messages || [];
       s.historyKey = historyKey(messages, detail);
       s.lastRenderedSeq = messages.length ? messages[messages.length - 1].seq : 0;
+      markBranches(messages);
+      decorateLast();
       return;
     }
     renderMessages(detail, { force });
@@ -376,6 +379,7 @@ function endTurn(kind) {
   s.turn = null;
   set({ busy: false });
   emit("turn:ended", kind);
+  decorateLast();
   if (s.pendingSync) {
     s.pendingSync = false;
     syncReload();
@@ -654,8 +658,10 @@ function continueTurn() {
   send({ text: CONTINUE_TEXT });
 }
 
-/** "Regenerate": the server archives the last exchange and answers the last message again. */
-async function regenerate() {
+const historyActions = { onContinue: continueTurn, onRegenerate: regenerate, onBranch: showBranch };
+
+/** Drop the last exchange from the screen (its new version arrives live) and ask the server for it. */
+async function newVersion(call) {
   const id = store.currentId;
   if (!id || store.busy) return;
   const users = els.messages.querySelectorAll("article.msg.user");
@@ -666,12 +672,112 @@ async function regenerate() {
   s.historyKey = "";
   set({ busy: true });
   try {
-    await api.regenerate(id);
+    await call(id);
   } catch (err) {
     set({ busy: false });
     toast(err.message, "error");
     reload({ force: true });
   }
+}
+
+/** "Regenerate": the server archives the last exchange (kept as a branch) and answers the last message again. */
+function regenerate() {
+  return newVersion((id) => api.regenerate(id));
+}
+
+/** Edit the last message in place; saving archives the old version (kept as a branch) and answers the new text. */
+function editLast(node) {
+  const bubble = node.querySelector(".bubble");
+  const textNode = bubble && bubble.querySelector(".user-text");
+  if (!bubble || bubble.querySelector(".edit-box") || store.busy) return;
+  const seq = Number(node.dataset.seq);
+  const box = el("textarea", { class: "edit-box", "aria-label": "Edit your message", rows: "3" });
+  box.value = textNode ? textNode.textContent : "";
+  const save = el("button", { type: "button", class: "btn btn-small" }, "Save & send");
+  const cancel = el("button", { type: "button", class: "btn btn-small btn-ghost" }, "Cancel");
+  const form = el("div", { class: "edit-form" }, box, el("div", { class: "edit-actions" }, cancel, save));
+  if (textNode) textNode.hidden = true;
+  bubble.append(form);
+  node.classList.add("editing");
+  box.focus();
+  const close = () => {
+    form.remove();
+    node.classList.remove("editing");
+    if (textNode) textNode.hidden = false;
+  };
+  cancel.addEventListener("click", close);
+  box.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") close();
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); save.click(); }
+  });
+  save.addEventListener("click", () => {
+    const text = box.value;
+    if (!text.trim()) {
+      toast("The edited message is empty: type the new text.", "error");
+      return;
+    }
+    if (text === (textNode ? textNode.textContent : "")) return close();
+    return newVersion((id) => api.editMessage(id, seq, text));
+  });
+}
+
+/** Edit on the last user message and Regenerate under the last answer, when nothing runs and no old branch is shown. */
+function decorateLast() {
+  for (const n of els.messages.querySelectorAll(".msg-tools")) n.remove();
+  if (store.busy || s.turn || els.messages.querySelector(".branch-viewing")) return;
+  const users = els.messages.querySelectorAll("article.msg.user");
+  const lastUser = users[users.length - 1];
+  if (!lastUser || !lastUser.dataset.seq) return;
+  const edit = el("button", { type: "button", class: "btn btn-small btn-ghost", "data-action": "edit", title: "Edit this message" }, icon("edit"), "Edit");
+  edit.addEventListener("click", () => editLast(lastUser));
+  lastUser.querySelector(".bubble").append(el("div", { class: "msg-tools" }, edit));
+  const answer = lastUser.nextElementSibling;
+  if (answer && answer.matches("article.msg.assistant") && !answer.querySelector(".turn-actions")) {
+    const again = el("button", { type: "button", class: "btn btn-small btn-ghost", "data-action": "regenerate", title: "Answer again" }, icon("retry"), "Regenerate");
+    again.addEventListener("click", () => regenerate());
+    answer.querySelector(".turn-body").append(el("div", { class: "msg-tools" }, again));
+  }
+}
+
+/** A user message a witnessed turn put on screen learns its seq and versions from the reloaded history. */
+function markBranches(messages) {
+  const users = [...els.messages.querySelectorAll("article.msg.user")];
+  const saved = messages.filter((m) => m.role === "user");
+  const last = users[users.length - 1];
+  const lastSaved = saved[saved.length - 1];
+  if (!last || !lastSaved) return;
+  last.dataset.seq = String(lastSaved.seq);
+  if (lastSaved.branch && !last.querySelector(".branch-switch")) {
+    last.dataset.branchGroup = String(lastSaved.branch.group);
+    last.querySelector(".bubble").append(branchSwitcher(lastSaved.branch, showBranch));
+  }
+}
+
+/** Show version ``index`` of an exchange in place of what follows its user message (read-only when old). */
+async function showBranch(group, index) {
+  const id = store.currentId;
+  if (!id) return;
+  let version;
+  try {
+    version = await api.getBranch(id, group, index);
+  } catch (err) {
+    toast(err.message, "error");
+    return;
+  }
+  if (id !== store.currentId || s.turn) return;
+  const anchor = [...els.messages.querySelectorAll("article.msg.user")].find((n) => n.dataset.branchGroup === String(group));
+  if (!anchor) return;
+  const { nodes } = renderHistory(version.messages, historyActions);
+  if (!version.current) {
+    nodes.push(el("div", { class: "notice notice-info branch-viewing", role: "status" },
+      el("span", {}, `You are viewing version ${version.index} of ${version.count}. New messages continue from version ${version.count}.`)));
+  }
+  const old = [];
+  for (let node = anchor; node; node = node.nextElementSibling) old.push(node);
+  anchor.before(...nodes);
+  for (const node of old) node.remove();
+  decorateLast();
+  scrollDown();
 }
 
 /** Stop the running turn: the stop frame, and POST /stop if the socket is down or nothing happens. */

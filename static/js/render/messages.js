@@ -7,7 +7,22 @@ import { thinkingBlock } from "./thinking.js";
 import { completeToolCard, findPending, toolCard } from "./tools.js";
 import { addSkillChip, skillOfCall } from "./skills.js";
 
-export function userMessage({ content = "", images = [], files = [], isRecall = false, createdAt = null, seq = null }) {
+/** "‹ 2/3 ›" on a user message whose exchange was edited or regenerated: view the other versions. */
+export function branchSwitcher(branch, onBranch) {
+  const { group, index, count } = branch;
+  const prev = el("button", { type: "button", class: "branch-prev", "aria-label": "Previous version", title: "Previous version" }, "‹");
+  const next = el("button", { type: "button", class: "branch-next", "aria-label": "Next version", title: "Next version" }, "›");
+  prev.disabled = index <= 1 || !onBranch;
+  next.disabled = index >= count || !onBranch;
+  if (onBranch) {
+    prev.addEventListener("click", () => onBranch(group, index - 1));
+    next.addEventListener("click", () => onBranch(group, index + 1));
+  }
+  return el("nav", { class: "branch-switch", "aria-label": "Versions of this message", dataset: { group: String(group) } },
+    prev, el("span", { class: "branch-pos" }, `${index}/${count}`), next);
+}
+
+export function userMessage({ content = "", images = [], files = [], isRecall = false, createdAt = null, seq = null, branch = null, onBranch = null }) {
   const bubble = el("div", { class: "bubble" });
   if (isRecall) bubble.append(el("div", { class: "recall-badge" }, icon("clock"), el("span", {}, "Scheduled recall")));
   if (images && images.length) {
@@ -20,6 +35,10 @@ export function userMessage({ content = "", images = [], files = [], isRecall = 
   const node = el("article", { class: `msg user${isRecall ? " recall" : ""}`, "aria-label": isRecall ? "Recall message" : "Your message" }, bubble);
   if (createdAt) bubble.append(el("time", { class: "msg-time", datetime: createdAt, title: localDateTime(createdAt) }, shortTime(createdAt)));
   if (seq) node.dataset.seq = String(seq);
+  if (branch && branch.count > 1) {
+    node.dataset.branchGroup = String(branch.group);
+    bubble.append(branchSwitcher(branch, onBranch));
+  }
   return node;
 }
 
@@ -117,7 +136,8 @@ export function renderHistory(messages, actions = null) {
     }
     if (m.role === "user") {
       turn = null;
-      nodes.push(userMessage({ content: m.content, images: m.images, isRecall: m.is_recall, createdAt: m.created_at, seq: m.seq }));
+      nodes.push(userMessage({ content: m.content, images: m.images, isRecall: m.is_recall, createdAt: m.created_at, seq: m.seq,
+        branch: m.branch || null, onBranch: actions && actions.onBranch }));
       continue;
     }
     const t = ensureTurn();
