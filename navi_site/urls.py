@@ -7,6 +7,7 @@ from notify_app.views import service_worker
 
 admin.site.site_header = "Navi administration"
 admin.site.site_title = "Navi admin"
+admin.site.index_template = "admin/navi_index.html"  # adds the Doctor link
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -16,6 +17,7 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("sw.js", service_worker, name="service-worker"),
+    path("admin/doctor/", admin.site.admin_view(views.doctor_page), name="admin-doctor"),
     path("admin/", admin.site.urls),
     path("", api.urls),
 ]

@@ -80,3 +80,15 @@ class LoginView(auth_views.LoginView):
 
 
 logout_view = auth_views.LogoutView.as_view()
+
+
+def doctor_page(request: HttpRequest) -> HttpResponse:
+    """The admin's Doctor page (staff only, through admin_view): `manage.py doctor` in the browser."""
+    from django.contrib import admin
+
+    from navi_site import doctor
+
+    findings = doctor.run_checks()
+    context = {**admin.site.each_context(request), "title": "Doctor", "findings": findings,
+               "status": doctor.worst(findings)}
+    return render(request, "admin/doctor.html", context)
