@@ -18,6 +18,7 @@ app.conf.beat_schedule = {
     "notify-sweep": {"task": "notify.sweep", "schedule": 300.0},
     "recover-turns": {"task": "sessions.recover_turns", "schedule": 15.0},
     "approvals-purge": {"task": "approvals.purge", "schedule": 24 * 3600.0},
+    "daily-backup": {"task": "navi.backup", "schedule": 24 * 3600.0},  # keeps NAVI_BACKUP_KEEP; 0 = off
 }
 
 

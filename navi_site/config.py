@@ -166,6 +166,8 @@ VARIABLES: tuple[Var, ...] = (
     Var("SKILLS_PROPOSE_MIN_TOOL_CALLS", "3", _int(1),
         "Successful tool calls a turn needs before the agent may propose a skill from it (skill_write)"),
     Var("SKILLS_UPLOAD_MAX_MB", "5", _float(0.01, 100), "Largest skill archive (.zip/.skill) that may be uploaded (MB)"),
+    Var("NAVI_BACKUP_DIR", "", _str, "Where the daily backups go; empty = <NAVI_DATA_DIR>/backups"),
+    Var("NAVI_BACKUP_KEEP", "7", _int(0), "Daily backups kept (older ones are deleted); 0 = no daily backup"),
     Var("SESSION_FILES_DIR", "session_files", _str, "Uploaded files and per-session working directories"),
     Var("SESSION_FILES_MAX_SIZE_MB", "200", _int(1), "Max upload size per file (MB)"),
     Var("SESSION_FILES_TTL_HOURS", "24", _int(1), "Uploaded file retention (hours)"),
