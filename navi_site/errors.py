@@ -28,3 +28,9 @@ class Conflict(NaviError):
 
 class PayloadTooLarge(NaviError):
     status = 413
+
+
+class InsufficientStorage(NaviError):
+    """The server's disk is full: nothing was saved."""
+
+    status = 507

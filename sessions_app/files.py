@@ -6,6 +6,8 @@ exceeded and the view answers 413.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import unicodedata
@@ -20,7 +22,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.utils import timezone
 
-from navi_site.errors import BadRequest, NotFound, PayloadTooLarge
+from navi_site.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
 from sessions_app.models import Session, SessionFile
 from sessions_app.services import session_files_dir
 
@@ -64,6 +66,7 @@ class LimitedUploadHandler(FileUploadHandler):
         self.directory = directory
         self.limit = limit
         self.exceeded = False
+        self.no_space = False
         self.written: list[Path] = []
         self._fh: IO[bytes] | None = None
         self._path: Path | None = None
@@ -74,9 +77,12 @@ class LimitedUploadHandler(FileUploadHandler):
         super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
         if content_length is not None and content_length > self.limit:
             self._abort()
-        self.directory.mkdir(parents=True, exist_ok=True)
         self._path = self.directory / f"{uuid.uuid4().hex[:12]}_{sanitize_name(file_name)}"
-        self._fh = self._path.open("xb")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._fh = self._path.open("xb")
+        except OSError as exc:
+            self._disk_full(exc)
         self.written.append(self._path)
         self._size = 0
 
@@ -85,12 +91,19 @@ class LimitedUploadHandler(FileUploadHandler):
         if self._size > self.limit:
             self._abort()
         assert self._fh is not None
-        self._fh.write(raw_data)
+        try:
+            self._fh.write(raw_data)
+        except OSError as exc:
+            self._disk_full(exc)
         return None
 
     def file_complete(self, file_size: int) -> UploadedFile | None:
         assert self._fh is not None and self._path is not None
-        self._fh.flush()
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())  # a full disk shows here at the latest, not after the 201
+        except OSError as exc:
+            self._disk_full(exc)
         self._fh.seek(0)
         return _StoredUpload(self._fh, path=self._path, name=self.file_name or "file",
                              content_type=self.content_type or "", size=file_size, charset=self.charset)
@@ -104,9 +117,17 @@ class LimitedUploadHandler(FileUploadHandler):
         # connection_reset=False: Django reads and discards the rest, so the client gets the 413.
         raise StopUpload(connection_reset=False)
 
+    def _disk_full(self, exc: OSError) -> None:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise exc
+        self.no_space = True
+        self.cleanup()
+        raise StopUpload(connection_reset=False)
+
     def cleanup(self) -> None:
         if self._fh is not None:
-            self._fh.close()
+            with contextlib.suppress(OSError):  # closing flushes; on a full disk that fails too
+                self._fh.close()
             self._fh = None
         for path in self.written:
             path.unlink(missing_ok=True)
@@ -137,6 +158,10 @@ def file_store(*, session: Session, request: Any) -> SessionFile:
         upload = request.FILES.get("file")
     except Exception as exc:  # a malformed multipart body
         raise BadRequest(f"Could not read the upload ({exc}): send multipart/form-data with a 'file' field.") from None
+    if handler is not None and handler.no_space:
+        raise InsufficientStorage(
+            "The server's disk is full: the file was not saved (nothing else was lost). Free space on the "
+            "server (`manage.py doctor` shows how much is left) and upload it again.")
     if handler is not None and handler.exceeded:
         raise PayloadTooLarge(
             f"The file is larger than the upload limit of {settings.SESSION_FILES_MAX_SIZE_MB} MB "
@@ -145,7 +170,13 @@ def file_store(*, session: Session, request: Any) -> SessionFile:
     if upload is None:
         raise BadRequest("No file in the request: send multipart/form-data with the file in a field named 'file'.")
     directory = uploads_dir(session.id)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise InsufficientStorage("The server's disk is full: the file was not saved. Free space on the server "
+                                  "and upload it again.") from None
     staged = getattr(upload, "stored_path", None)
     path = directory / (staged.name if staged else f"{uuid.uuid4().hex[:12]}_{sanitize_name(upload.name or 'file')}")
     if staged is not None:
