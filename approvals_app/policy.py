@@ -8,6 +8,7 @@ Built-in defaults (an admin overrides them per profile with ``ToolRule`` rows):
 | filesystem write / append / move / delete outside the session's directory | ask |
 | http_request with a method other than GET / HEAD | ask |
 | MCP tools (``mcp__<server>__<tool>``) | ask |
+| session_search and the other read-only tools | allow |
 | everything else | allow |
 
 An admin's rules: the most specific matching ``ToolRule`` decides (this profile before every
@@ -34,6 +35,8 @@ from urllib.parse import urlsplit
 from agent.gate import CallCheck, host_of
 
 ASK_TOOLS = frozenset({"terminal", "code_exec", "ssh_exec", "write_tool", "reload_tools"})
+# Read-only tools over the user's own data: allowed whatever the turn read before.
+READ_ONLY_TOOLS = frozenset({"session_search"})
 FS_WRITE_ACTIONS = frozenset({"write", "append", "move", "delete"})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 GUARDED_TOOLS = frozenset({"ssh_exec", "terminal", "code_exec", "write_tool", "schedule_recall"})
@@ -113,6 +116,8 @@ def inside(path: str, root: Path | None) -> bool:
 
 def base_class(tool: str, args: dict[str, Any], session_dir: Path | None) -> tuple[str, str, str]:
     """(allow|ask, reason, what it touches) by the built-in defaults."""
+    if tool in READ_ONLY_TOOLS:
+        return "allow", "", ""
     if tool == "terminal":
         return "ask", "runs a program on the Navi server", f"`{_short(args.get('command', ''))}`"
     if tool == "code_exec":

@@ -10,8 +10,8 @@ from typing import Any
 # offered on demand (find_tools) when the definitions do not all fit (agent/toolplan.py).
 CORE_TOOLS = ["get_current_datetime", "memory_save", "memory_search", "schedule_recall", "todo", "user_notes",
               "spawn_agent"]
-LATER_TOOLS = ["skill_view", "skill_write", "scratchpad", "manage_recall", "memory_forget", "reflect", "switch_profile",
-               "list_tools", "tool_manual"]
+LATER_TOOLS = ["skill_view", "skill_write", "scratchpad", "manage_recall", "memory_forget", "session_search", "reflect",
+               "switch_profile", "list_tools", "tool_manual"]
 COMMON_TOOLS = [*CORE_TOOLS, *LATER_TOOLS]
 
 # The bundled skills (skills/ in the source tree) each default profile lists in its prompt.

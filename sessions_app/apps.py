@@ -4,6 +4,7 @@ import uuid
 from typing import Any
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 def _busy_flags(ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
@@ -12,6 +13,19 @@ def _busy_flags(ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
 
     busy = get_run_registry().busy_many([str(i) for i in ids])
     return {i: {"busy": str(i) in busy} for i in ids}
+
+
+def _repair_search_index(using: str = "default", **_: Any) -> None:
+    """SQLite drops a table's triggers when a migration rebuilds the table: put the search index's
+    back (and re-index) after every migrate, so no later migration can leave search stale."""
+    from django.db import connections
+
+    from sessions_app.search import schema
+
+    if schema.repair(connections[using]):
+        import structlog
+
+        structlog.get_logger(__name__).warning("search_index_rebuilt", reason="its triggers were missing")
 
 
 class SessionsAppConfig(AppConfig):
@@ -25,3 +39,4 @@ class SessionsAppConfig(AppConfig):
 
         ports.provide(session_store=DjangoSessionStore())
         add_flag_provider(_busy_flags)
+        post_migrate.connect(_repair_search_index, sender=self, dispatch_uid="sessions_app.search.repair")

@@ -54,6 +54,7 @@ export const api = {
     if (pendingOnly) params.set("has_pending_recall", "true");
     return request("GET", `/sessions?${params}`);
   },
+  search: (q, { limit = 30 } = {}) => request("GET", `/search?${new URLSearchParams({ q, limit: String(limit) })}`),
   createSession: (profileId) => request("POST", "/sessions", profileId ? { profile_id: profileId } : {}),
   getSession(id, { limit = 200, before } = {}) {
     const params = new URLSearchParams({ limit: String(limit) });

@@ -66,7 +66,7 @@ async function main() {
   });
   initSidebar({
     list: $("session-list"), emptyNote: $("sessions-empty"), search: $("session-search"),
-    filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"),
+    filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"), results: $("search-results"),
   });
   initRecall($("recall-banner"));
   initNotifySettings($("notify-settings"));
@@ -77,6 +77,12 @@ async function main() {
   });
   $("new-chat").addEventListener("click", newChat);
   on("chat:deleted-current", newChat);
+  on("search:open", ({ id, seq }) => { // a search hit: that conversation at that message
+    if (window.matchMedia("(max-width: 760px)").matches) toggleDrawer(false);
+    const hash = seq ? `#${id}/m${seq}` : `#${id}`;
+    if (window.location.hash === hash) openFromHash();
+    else window.location.hash = hash;
+  });
   window.addEventListener("hashchange", () => { openFromHash(); });
 
   // A small debug handle for tests and the console.

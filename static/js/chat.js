@@ -104,6 +104,7 @@ export async function open(id) {
   return undefined;
 }
 
+
 function applyDetail(detail) {
   const { messages, ...meta } = detail;
   set({ current: meta, contextTokens: meta.context_token_count || 0, maxContextTokens: meta.max_context_tokens || 0 });
@@ -198,7 +199,11 @@ function refreshTodo() {
 export async function revealMessage(seq) {
   const id = store.currentId;
   for (let pages = 0; pages < 50 && id === store.currentId; pages += 1) {
-    const node = els.messages.querySelector(`.msg[data-seq="${Number(seq)}"]`);
+    const earlier = els.messages.querySelector(".load-earlier");
+    const loaded = !earlier || (s.firstSeq !== null && s.firstSeq <= seq);
+    // The message, or the turn that holds it (a turn's node carries the seq of its last message:
+    // a search hit may be a tool result inside a turn).
+    const node = loaded ? [...els.messages.querySelectorAll(".msg[data-seq]")].find((n) => Number(n.dataset.seq) >= Number(seq)) : null;
     if (node) {
       s.stick = false;
       // After the frame in which opening the conversation scrolls to its end.
@@ -208,8 +213,7 @@ export async function revealMessage(seq) {
       setTimeout(() => node.classList.remove("is-target"), 4000);
       return true;
     }
-    const earlier = els.messages.querySelector(".load-earlier");
-    if (!earlier || s.firstSeq === null || s.firstSeq <= seq) break;
+    if (loaded) break;
     await loadEarlier(earlier);
   }
   toast("That message is no longer in the conversation.", "error");

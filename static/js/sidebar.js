@@ -2,6 +2,7 @@
 // pin / rename / delete, and the drawer behaviour on narrow screens.
 
 import { api } from "./api.js";
+import { showSearch } from "./search.js";
 import { confirmDialog, promptDialog } from "./dialogs.js";
 import { emit, on, set, store } from "./store.js";
 import { debounce, el, icon, iconButton, relativeTime, shortTime, toast } from "./util.js";
@@ -11,9 +12,14 @@ let openMenu = null;
 
 export function initSidebar(elements) {
   els = elements;
-  els.search.addEventListener("input", debounce(() => {
-    set({ filter: { ...store.filter, q: els.search.value.trim() } });
-    refresh();
+  // The box searches every message (search.js); the list comes back when it is emptied.
+  els.search.addEventListener("input", debounce(async () => {
+    const q = els.search.value.trim();
+    const searching = await showSearch(els.results, q);
+    if (q !== els.search.value.trim()) return;
+    els.list.hidden = searching;
+    if (searching) els.emptyNote.hidden = true;
+    else renderList();
   }, 250));
   els.filter.addEventListener("click", () => {
     const pendingOnly = !store.filter.pendingOnly;
@@ -65,7 +71,7 @@ function renderList() {
   if (!els.list) return;
   const items = sorted(store.sessions);
   const filtered = store.filter.q || store.filter.pendingOnly;
-  els.emptyNote.hidden = items.length > 0;
+  els.emptyNote.hidden = els.list.hidden || items.length > 0; // hidden list: search results show instead
   els.emptyNote.textContent = filtered ? "No matching conversations." : "No conversations yet.";
   els.list.replaceChildren(...items.map(item));
 }

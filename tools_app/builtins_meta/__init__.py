@@ -16,6 +16,7 @@ from tools_app.builtins_meta.manage import (
 )
 from tools_app.builtins_meta.reflect import ReflectTool
 from tools_app.builtins_meta.scratchpad import ScratchpadTool
+from tools_app.builtins_meta.session_search import SessionSearchTool
 from tools_app.builtins_meta.todo import TodoTool, read_todo, set_todo
 from tools_app.builtins_meta.write_tool import WriteToolTool
 
@@ -30,6 +31,7 @@ META_TOOLS: tuple[type[Tool], ...] = (
     TestToolTool,
     McpStatusTool,
     FindToolsTool,
+    SessionSearchTool,
 )
 
 __all__ = ["META_TOOLS", "read_todo", "set_todo"]
