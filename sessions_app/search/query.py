@@ -64,16 +64,20 @@ def snippet(text: str | None, words: list[str], *, width: int = SNIPPET_CHARS) -
     found = []
     for m in _pattern(words).finditer(flat):  # a bounded number: a long tool output may match thousands of times
         found.append((m.start(), m.end()))
-        if len(found) >= 300:
+        if len(found) >= 200:
             break
     if not found:
         cut = flat[:width]
         return Snippet(text=cut + ("…" if len(flat) > width else ""), highlights=[])
-    # The window (starting a little before a match) that holds the most distinct words.
-    best_start, best_score = found[0][0], -1
-    for start, _ in found:
-        window = [flat[s:e].lower() for s, e in found if start <= s and e <= start + width]
-        score = len({w for w in words if any(x.startswith(w) for x in window)}) * 100 + len(window)
+    # The window (from one of the first matches) that holds the most distinct words, then the most
+    # matches: two pointers over the sorted matches, so a word repeated thousands of times is cheap.
+    which = [next((i for i, w in enumerate(words) if flat[s:e].lower().startswith(w)), 0) for s, e in found]
+    best_start, best_score, j = found[0][0], -1, 0
+    for i, (start, _) in enumerate(found[:60]):
+        j = max(j, i)
+        while j < len(found) and found[j][1] <= start + width:
+            j += 1
+        score = len(set(which[i:j])) * 1000 + (j - i)
         if score > best_score:
             best_start, best_score = start, score
     begin = max(0, best_start - width // 4)
