@@ -42,6 +42,7 @@ from skills_app.tree import (
     clean_path,
     digest,
     is_text_path,
+    printable,
     read_folder,
     write_folder,
 )
@@ -135,6 +136,11 @@ class SkillStore:
         broken: list[BrokenSkill] = []
         for source, base in (("bundled", self.bundled), ("user", self.root)):
             for folder in _folders(base):
+                shown = printable(folder.name)
+                if shown != folder.name:
+                    broken.append(BrokenSkill(folder=shown, source=source, path=folder.with_name(shown),  # type: ignore[arg-type]
+                                              error=f"the folder name {shown!r} is not UTF-8 text; rename it like the skill"))
+                    continue
                 try:
                     skill = _load(folder, source)  # type: ignore[arg-type]
                 except SkillFormatError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import stat
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -36,10 +37,25 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def printable(text: str) -> str:
+    """``text`` with the bytes of a file name that were not UTF-8 (Python keeps them as lone
+    surrogates) shown as U+FFFD, so that a message naming the file can be printed and sent."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def clean_path(raw: str) -> str:
     """A safe relative POSIX path inside a skill, or SkillFormatError naming the bad path."""
     if not raw or "\x00" in raw:
-        raise SkillFormatError(f"the path {raw!r} is empty or contains a NUL byte")
+        raise SkillFormatError(f"the path {printable(raw)!r} is empty or contains a NUL byte")
+    if printable(raw) != raw:
+        parts = raw.split("/")
+        bad = next(i for i, p in enumerate(parts) if printable(p) != p)
+        what = "file" if bad == len(parts) - 1 else "folder"
+        raise SkillFormatError(f"the {what} name {printable(parts[bad])!r} is not UTF-8 text; rename it "
+                               f"(a skill's file names are UTF-8)")
     if "\\" in raw:
         raise SkillFormatError(f"the path {raw!r} uses backslashes; paths inside a skill use '/'")
     path = PurePosixPath(raw)
@@ -114,7 +130,7 @@ def read_folder(folder: Path) -> Files:
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         for entry in [*dirnames, *filenames]:
             full = Path(dirpath) / entry
-            rel = full.relative_to(folder).as_posix()
+            rel = printable(full.relative_to(folder).as_posix())
             mode = os.lstat(full).st_mode
             if stat.S_ISLNK(mode):
                 raise SkillFormatError(f"{rel} is a symbolic link; skills may not contain links")

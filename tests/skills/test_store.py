@@ -301,3 +301,22 @@ def test_the_documented_example_is_a_valid_skill() -> None:
     doc = parse_skill(example.group(1), folder="plant-watering")
     assert doc.description.startswith("Water the balcony plants on schedule and keep a log. Use when")
     assert doc.metadata == {"author": "me"} and doc.body.startswith("# Plant watering")
+
+
+def test_a_file_name_that_is_not_utf8_breaks_only_its_own_skill(skills_root: Path) -> None:
+    """A name the disk holds as raw bytes (Python sees surrogates) is refused with a readable reason;
+    the other skills still load and every message can be printed and sent as UTF-8."""
+    make_skill(skills_root, "good-one")
+    odd = make_skill(skills_root, "odd-name")
+    (odd / os.fsdecode(b"notes-\xff.md")).write_text("x")
+    make_skill(skills_root, "odd-folder", folder=os.fsdecode(b"caf\xe9"))
+    scan = SkillStore().scan()
+    assert list(scan.skills) == ["good-one"]
+    reasons = {b.folder: b.error for b in scan.broken}
+    assert reasons["odd-name"] == ("the file name 'notes-\ufffd.md' is not UTF-8 text; rename it "
+                                   "(a skill's file names are UTF-8)")
+    assert reasons["caf\ufffd"] == "the folder name 'caf\ufffd' is not UTF-8 text; rename it like the skill"
+    for broken in scan.broken:
+        (broken.folder + broken.error + str(broken.path)).encode("utf-8")  # no surrogates left to print
+    with pytest.raises(SkillFormatError, match=r"the file name 'notes-\ufffd.md' is not UTF-8 text"):
+        read_folder(odd)
