@@ -194,3 +194,32 @@ def test_admin_lists_skills_and_rolls_back_in_one_click(user: Any, skills_root: 
     assert store.current_version("tips") == 3
     bad = client.post("/admin/skills_app/skillproposal/rollback/", {"name": "tips", "version": "9"}, follow=True)
     assert "The skill &#x27;tips&#x27; has no version 9." in bad.content.decode()
+
+
+def test_command_refuses_links_odd_names_and_unwritable_outputs_with_the_reason(skills_root: Path, tmp_path: Path,
+                                                                                db: Any) -> None:
+    """No traceback for a user's mistake: each is a CommandError that names the problem."""
+    import os
+
+    source = make_skill(tmp_path / "src", "garden-log")
+    link = tmp_path / "src" / "garden-link"
+    os.symlink(source, link)
+    with pytest.raises(CommandError, match=f"{link} is a symbolic link; give the real folder"):
+        _run("install", str(link))
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 skill.s. are invalid"):
+        call_command("skills", "check", str(link), stdout=out)
+    assert out.getvalue() == f"INVALID {link}: {link} is a symbolic link; give the real folder\n"
+    odd = make_skill(tmp_path / "src", "odd-names")
+    (odd / os.fsdecode(b"notes-\xff.md")).write_text("x")
+    with pytest.raises(CommandError, match="the file name 'notes-\ufffd.md' is not UTF-8 text"):
+        _run("install", str(odd))
+    (skills_root / "odd-names").mkdir()
+    (skills_root / "odd-names" / os.fsdecode(b"caf\xe9.md")).write_text("x")
+    with pytest.raises(CommandError, match="1 skill.s. are invalid"):
+        _run("check")
+    assert "BROKEN user folder odd-names: " in _run("list")
+    _run("install", str(source))
+    with pytest.raises(CommandError, match=f"could not write {tmp_path / 'no-such-dir' / 'out.zip'} .No such file"):
+        _run("export", "garden-log", "-o", str(tmp_path / "no-such-dir" / "out.zip"))
+

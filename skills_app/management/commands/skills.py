@@ -26,13 +26,17 @@ from skills_app.tree import Files, check_tree, read_archive, read_folder
 
 def _read_source(path: Path) -> tuple[Files, str | None]:
     """The files of a skill folder or archive, and the folder name the skill must match."""
-    if path.is_dir() and not path.is_symlink():
-        return read_folder(path), path.name
+    if path.is_dir():
+        return read_folder(path), path.name  # refuses a link to a folder, and links inside it
     if not path.exists():
         raise SkillFormatError(f"{path} does not exist")
-    if path.stat().st_size > 50 * 1024 * 1024:
-        raise SkillFormatError(f"{path} is larger than 50 MB; that is not a skill archive")
-    return read_archive(path.read_bytes(), what=str(path))
+    try:
+        if path.stat().st_size > 50 * 1024 * 1024:
+            raise SkillFormatError(f"{path} is larger than 50 MB; that is not a skill archive")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SkillFormatError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    return read_archive(data, what=str(path))
 
 
 class Command(BaseCommand):
@@ -126,5 +130,8 @@ class Command(BaseCommand):
         if output == "-":
             sys.stdout.buffer.write(data)
             return
-        Path(output).write_bytes(data)
+        try:
+            Path(output).write_bytes(data)
+        except OSError as exc:
+            raise CommandError(f"Navi could not write {output} ({exc.strerror or exc}); choose another file with -o") from None
         self.stdout.write(self.style.SUCCESS(f"Wrote {output} ({len(data)} bytes)."))
