@@ -323,6 +323,11 @@ def skill_install(*, user: Any | None, files: Files, folder: str | None, replace
         doc = check_tree(files, folder=folder)
     except SkillFormatError as exc:
         raise BadRequest(f"The skill was not installed: {exc}") from None
+    known = set(AgentProfile.objects.values_list("id", flat=True))
+    for profile_id in enable_for or []:
+        if profile_id not in known:
+            raise BadRequest(f"The skill was not installed: there is no profile {profile_id!r}. "
+                             f"Profiles: {', '.join(sorted(known)) or 'none'}.")
     store = get_store()
     existing = store.scan().skills.get(doc.name)
     if existing is not None and not replace:

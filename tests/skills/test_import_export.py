@@ -223,3 +223,13 @@ def test_command_refuses_links_odd_names_and_unwritable_outputs_with_the_reason(
     with pytest.raises(CommandError, match=f"could not write {tmp_path / 'no-such-dir' / 'out.zip'} .No such file"):
         _run("export", "garden-log", "-o", str(tmp_path / "no-such-dir" / "out.zip"))
 
+
+def test_enabling_for_a_profile_that_does_not_exist_installs_nothing(api: Any, skills_root: Path, db: Any) -> None:
+    response = _upload(api, make_zip({"report/SKILL.md": skill_md("report")}), enable_for="secretary,secretray")
+    detail = response.json()["detail"]
+    assert response.status_code == 400 and detail.startswith(
+        "The skill was not installed: there is no profile 'secretray'. Profiles: ") and "secretary" in detail
+    with pytest.raises(CommandError, match="there is no profile 'nope'"):
+        _run("install", str(make_skill(skills_root.parent / "src", "report")), "--enable", "nope")
+    assert sorted(p.name for p in skills_root.iterdir()) == []
+    assert "report" not in AgentProfile.objects.get(pk="secretary").enabled_skills
