@@ -97,7 +97,8 @@ def _turn_tool_calls(session_id: str) -> tuple[int, int, int]:
     last_user = (rows.filter(role="user", buffer__in=DISPLAY).order_by("-seq").values_list("seq", flat=True).first()
                  or 0)
     results = rows.filter(role="tool", seq__gt=last_user).exclude(name="skill_write").values_list("content", flat=True)
-    ok = sum(1 for text in results if not (text or "").lstrip().startswith("Error"))
+    # A failed call's result starts with "Error", a refused one's (approval denied, repeated call) with "Not run:".
+    ok = sum(1 for text in results if not (text or "").lstrip().startswith(("Error", "Not run:")))
     return ok, last_user, rows.aggregate(top=Max("seq"))["top"] or 0
 
 

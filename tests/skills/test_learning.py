@@ -234,3 +234,26 @@ async def _profile() -> Any:
     from profiles_app.models import AgentProfile
 
     return await sync_to_async(AgentProfile.objects.get)(pk="tester")
+
+
+async def test_calls_that_did_not_run_do_not_count_towards_a_proposal(agent_env, skills_root: Path) -> None:
+    """Calls the approval rules refused ('Not run: …') did no work: a skill is not distilled from them."""
+    from approvals_app.models import ToolRule
+    from approvals_app.selectors import invalidate_rules
+
+    await agent_env.set_profile(enabled_tools=TOOLS, max_iterations=10)
+    await sync_to_async(ToolRule.objects.create)(tool="todo", decision="deny")
+    invalidate_rules()
+    fake = agent_env.fake
+    fake.script(tool_calls=[STEPS[0]])
+    fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "add", "text": "check disk"}}])
+    fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "add", "text": "check load"}}])
+    fake.script(tool_calls=[{"name": "skill_write", "arguments": {"content": SKILL}}])
+    fake.script(text="done")
+    events = await agent_env.run("check the server")
+    results = [e["result"] for e in events if e["type"] == "tool_call"]
+    assert results[1].startswith("Not run: ") and results[2].startswith("Not run: ")
+    assert results[3] == ("Error: not now: propose a skill only after a task that took at least 3 successful tool "
+                          "calls in this turn (this one has 1). Finish the user's request first.")
+    assert await _after_turn(agent_env) == []
+    invalidate_rules()
