@@ -233,3 +233,33 @@ def test_enabling_for_a_profile_that_does_not_exist_installs_nothing(api: Any, s
         _run("install", str(make_skill(skills_root.parent / "src", "report")), "--enable", "nope")
     assert sorted(p.name for p in skills_root.iterdir()) == []
     assert "report" not in AgentProfile.objects.get(pk="secretary").enabled_skills
+
+
+def test_the_profile_admin_refuses_a_skill_that_is_not_installed(user: Any, skills_root: Path) -> None:
+    """Enabling per profile in the admin: a typo is an error naming it and the installed skills, not a
+    name silently never listed; a name already listed (a skill removed since) does not block other edits."""
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    make_skill(skills_root, "tips")
+    make_skill(skills_root, "garden-log")
+    profile = AgentProfile.objects.get(pk="secretary")
+    profile.enabled_skills = ["removed-since"]
+    profile.save()
+    request = RequestFactory().get("/admin/")
+    request.user = user
+    model_admin = admin.site._registry[AgentProfile]
+    form_class = model_admin.get_form(request, profile, change=True)
+    assert "Installed skills: garden-log, tips." in form_class.base_fields["enabled_skills"].help_text
+    blank = form_class(instance=profile)
+    data = {name: blank[name].value() for name in blank.fields}
+    data["enabled_skills"] = '["removed-since", "tips", "tipz"]'
+    form = form_class(data, instance=profile)
+    assert not form.is_valid()
+    assert form.errors["enabled_skills"] == [
+        "There is no skill named 'tipz'. Installed skills: garden-log, tips (or \"*\" for all of them)."]
+    data["enabled_skills"] = '["removed-since", "tips"]'
+    ok = form_class(data, instance=profile)
+    assert ok.is_valid(), ok.errors
+    data["enabled_skills"] = '["*"]'
+    assert form_class(data, instance=profile).is_valid()
