@@ -37,6 +37,13 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def _sizes(n: int, limit: int) -> tuple[str, str]:
+    """``n`` and ``limit`` for a message: in MB, or in bytes when both would read the same in MB."""
+    if _mb(n) == _mb(limit):
+        return f"{n:,} bytes", f"{limit:,} bytes"
+    return _mb(n), _mb(limit)
+
+
 def printable(text: str) -> str:
     """``text`` with the bytes of a file name that were not UTF-8 (Python keeps them as lone
     surrogates) shown as U+FFFD, so that a message naming the file can be printed and sent."""
@@ -95,12 +102,14 @@ def check_tree(files: Files, *, folder: str | None = None) -> SkillDoc:
         if path in folders:
             raise SkillFormatError(f"the skill has both a file and a folder named {path!r}; rename one of them")
         if len(data) > MAX_FILE_BYTES:
-            raise SkillFormatError(f"{path} is {_mb(len(data))}; one file may be at most {_mb(MAX_FILE_BYTES)}")
+            size, limit = _sizes(len(data), MAX_FILE_BYTES)
+            raise SkillFormatError(f"{path} is {size}; one file may be at most {limit}")
         total += len(data)
         if path != SKILL_FILE and is_text_path(path):
             decode_text(data, what=path)
     if total > MAX_SKILL_BYTES:
-        raise SkillFormatError(f"the skill's files add up to {_mb(total)}; at most {_mb(MAX_SKILL_BYTES)} are allowed")
+        size, limit = _sizes(total, MAX_SKILL_BYTES)
+        raise SkillFormatError(f"the skill's files add up to {size}; at most {limit} are allowed")
     return parse_skill(decode_text(files[SKILL_FILE], what=SKILL_FILE), folder=folder)
 
 
@@ -143,7 +152,8 @@ def read_folder(folder: Path) -> Files:
                 raise SkillFormatError(f"the folder has more than {MAX_FILES} files; at most {MAX_FILES} are allowed")
             size = os.lstat(full).st_size
             if size > MAX_FILE_BYTES:
-                raise SkillFormatError(f"{rel} is {_mb(size)}; one file may be at most {_mb(MAX_FILE_BYTES)}")
+                shown, limit = _sizes(size, MAX_FILE_BYTES)
+                raise SkillFormatError(f"{rel} is {shown}; one file may be at most {limit}")
             total += size
             if total > MAX_SKILL_BYTES:
                 raise SkillFormatError(f"the folder holds more than {_mb(MAX_SKILL_BYTES)}; that is the limit for a skill")
@@ -189,8 +199,9 @@ def read_archive(data: bytes, *, what: str = "the archive") -> tuple[Files, str 
             raise SkillFormatError(f"{what} has {len(infos)} entries; at most {MAX_ARCHIVE_ENTRIES} are allowed")
         declared = sum(i.file_size for i in infos)
         if declared > MAX_SKILL_BYTES:
-            raise SkillFormatError(f"{what} would unpack to {_mb(declared)}; a skill may be at most "
-                                   f"{_mb(MAX_SKILL_BYTES)} (this looks like a zip bomb or not a skill)")
+            size, limit = _sizes(declared, MAX_SKILL_BYTES)
+            raise SkillFormatError(f"{what} would unpack to {size}; a skill may be at most "
+                                   f"{limit} (this looks like a zip bomb or not a skill)")
         raw: Files = {}
         total = 0
         for info in infos:
@@ -207,7 +218,8 @@ def read_archive(data: bytes, *, what: str = "the archive") -> tuple[Files, str 
             if path in raw:
                 raise SkillFormatError(f"{what} contains {path} twice")
             if info.file_size > MAX_FILE_BYTES:
-                raise SkillFormatError(f"{path} is {_mb(info.file_size)}; one file may be at most {_mb(MAX_FILE_BYTES)}")
+                size, limit = _sizes(info.file_size, MAX_FILE_BYTES)
+                raise SkillFormatError(f"{path} is {size}; one file may be at most {limit}")
             content = _read_entry(archive, info, what)
             total += len(content)
             if total > MAX_SKILL_BYTES:

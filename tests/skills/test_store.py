@@ -288,8 +288,11 @@ def test_folders_with_symlinks_or_too_much_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SkillFormatError, match="passwd is a symbolic link"):
         read_folder(folder)
     big = make_skill(tmp_path, "big", files={"a.bin": b"\0" * (MAX_FILE_BYTES + 1)})
-    with pytest.raises(SkillFormatError, match="a.bin is 1.0 MB; one file may be at most"):
-        read_folder(big)
+    with pytest.raises(SkillFormatError, match="a.bin is 1,048,577 bytes; one file may be at most 1,048,576 bytes$"):
+        read_folder(big)  # not "1.0 MB; at most 1.0 MB"
+    bigger = make_skill(tmp_path, "bigger", files={"a.bin": b"\0" * (3 * MAX_FILE_BYTES // 2)})
+    with pytest.raises(SkillFormatError, match="a.bin is 1.5 MB; one file may be at most 1.0 MB$"):
+        read_folder(bigger)
 
 
 def test_the_documented_example_is_a_valid_skill() -> None:
