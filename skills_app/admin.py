@@ -28,6 +28,9 @@ def _skills_overview() -> dict[str, Any]:
             "current": store.current_version(name), "versions": list(reversed(store.versions(name))),
             "profiles": [pid for pid, names in profiles if name in (names or []) or "*" in (names or [])],
         })
+    for name, versions in store.removed(scan):  # its versions are kept: one rollback brings it back
+        rows.append({"name": name, "source": "removed (versions kept)", "description": "", "current": None,
+                     "versions": list(reversed(versions)), "profiles": []})
     return {"skills_rows": rows, "skills_broken": scan.broken, "skills_dir": store.root}
 
 

@@ -35,12 +35,28 @@ def _broken_row(broken: BrokenSkill) -> dict[str, Any]:
     return {"folder": broken.folder, "source": broken.source, "path": str(broken.path), "error": broken.error}
 
 
+def _description_of(name: str, number: int) -> str:
+    try:
+        files = get_store().version_files(name, number)
+        return parse_skill(decode_text(files.get(SKILL_FILE, b""), what=SKILL_FILE)).description
+    except (SkillNotFound, SkillFormatError):
+        return ""
+
+
+def removed_skills(scan: Any = None) -> list[dict[str, Any]]:
+    """Skills removed whose versions are kept: name, how many versions, the latest one and its description."""
+    return [{"name": name, "versions": len(versions), "latest": versions[-1].number,
+             "description": _description_of(name, versions[-1].number)}
+            for name, versions in get_store().removed(scan)]
+
+
 def skill_overview(*, user: Any) -> dict[str, Any]:
     scan = get_store().scan()
     profiles = _profiles()
     return {
         "skills": [_skill_row(s, profiles) for s in scan.skills.values()],
         "broken": [_broken_row(b) for b in scan.broken],
+        "removed": removed_skills(scan),
         "profiles": profiles,
         "can_manage": bool(getattr(user, "is_staff", False)),
         "skills_dir": str(get_store().root),
@@ -93,5 +109,5 @@ def _uuid_or_none(value: str) -> Any:
         return None
 
 
-__all__ = ["SkillNotFound", "proposals_for_session", "skill_detail", "skill_export", "skill_overview",
+__all__ = ["SkillNotFound", "proposals_for_session", "removed_skills", "skill_detail", "skill_export", "skill_overview",
            "version_detail"]

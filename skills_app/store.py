@@ -229,6 +229,25 @@ class SkillStore:
                 return version.number
         return None
 
+    def removed(self, scan: Scan | None = None) -> list[tuple[str, list[Version]]]:
+        """Skills removed from SKILLS_DIR whose versions are kept (a rollback brings one back), by name;
+        not the ones a bundled skill of the same name stands in for (they show as that skill)."""
+        scan = scan if scan is not None else self.scan()
+        try:
+            entries = sorted(os.scandir(self.meta / "versions"), key=lambda e: e.name)
+        except OSError:
+            return []
+        out = []
+        for entry in entries:
+            name = entry.name
+            if (not entry.is_dir(follow_symlinks=False) or name_problem(name) or name in scan.skills
+                    or os.path.lexists(self.root / name)):
+                continue
+            versions = self.versions(name)
+            if versions:
+                out.append((name, versions))
+        return out
+
     def version_files(self, name: str, number: int) -> Files:
         folder = self.meta / "versions" / name / f"{number:04d}"
         if name_problem(name) or not 0 < number < 10_000 or not folder.is_dir():

@@ -8,7 +8,7 @@ import { renderMarkdown } from "./render/markdown.js";
 import { el, icon, localDateTime, toast } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
-let overview = { skills: [], broken: [], profiles: [], can_manage: false };
+let overview = { skills: [], broken: [], removed: [], profiles: [], can_manage: false };
 let current = null;
 
 function selected() {
@@ -43,6 +43,35 @@ function renderList(active) {
   broken.hidden = !overview.broken.length;
   broken.replaceChildren(el("h3", {}, "Skipped (not valid)"), el("ul", {}, overview.broken.map((b) => el("li", { dataset: { folder: b.folder } },
     el("code", {}, b.folder), ` (${b.source}): ${b.error}`))));
+  renderRemoved();
+}
+
+// Removed skills keep their versions: one click saves the latest again and the skill is back.
+function renderRemoved() {
+  const box = $("skills-removed");
+  const removed = overview.removed || [];
+  box.hidden = !removed.length;
+  box.replaceChildren(el("h3", {}, "Removed (versions kept)"), el("ul", {}, removed.map((r) => {
+    const item = el("li", { dataset: { skill: r.name } }, el("code", {}, r.name),
+      el("span", { class: "skills-hint" }, ` ${r.versions} version${r.versions > 1 ? "s" : ""}${r.description ? ` — ${r.description}` : ""} `));
+    if (overview.can_manage) {
+      const restore = el("button", { type: "button", class: "btn btn-small", dataset: { action: "restore" } }, icon("retry"), `Restore version ${r.latest}`);
+      restore.addEventListener("click", async () => {
+        restore.disabled = true;
+        try {
+          const result = await api.rollbackSkill(r.name, r.latest);
+          toast(`${r.name} is back (saved as version ${result.version}).`);
+          window.location.hash = encodeURIComponent(r.name);
+          await refresh(r.name);
+        } catch (err) {
+          restore.disabled = false;
+          toast(err.message, "error");
+        }
+      });
+      item.append(restore);
+    }
+    return item;
+  })));
 }
 
 async function show(name) {
@@ -179,7 +208,7 @@ async function rollback(detail, number) {
 }
 
 async function removeSkill(detail) {
-  const ok = await confirmDialog({ title: `Remove ${detail.name}?`, message: "Its folder is deleted; its versions are kept, so you can roll back to one later.", confirmLabel: "Remove", danger: true });
+  const ok = await confirmDialog({ title: `Remove ${detail.name}?`, message: "Its folder is deleted; its versions are kept, so you can restore it later (under “Removed” below the list).", confirmLabel: "Remove", danger: true });
   if (!ok) return;
   try {
     await api.removeSkill(detail.name);

@@ -135,3 +135,16 @@ def test_the_skills_page_lists_installs_and_rolls_back(watched: Watched, browser
     expect(detail.locator(".skill-description")).to_have_text("Keep the shopping list.")
     expect(detail.locator(".skill-version")).to_have_count(3)
     expect(detail.locator(".skill-version[data-version='3'] .skill-current")).to_have_text("current")
+
+    # Remove: the versions are kept, listed under "Removed", and one click restores the skill.
+    detail.locator("button[data-action=remove]").click()
+    page.locator("dialog.modal button[value=ok]").click()
+    expect(page.locator(".skills-item[data-skill=shopping-list]")).to_have_count(0)
+    removed = page.locator("#skills-removed li[data-skill=shopping-list]")
+    expect(removed).to_contain_text("3 versions — Keep the shopping list.")
+    removed.locator("button[data-action=restore]").click()
+    expect(page.locator(".skills-item[data-skill=shopping-list]")).to_have_count(1)
+    expect(detail.locator(".skill-detail-head h2")).to_have_text("shopping-list")
+    expect(detail.locator(".skill-description")).to_have_text("Keep the shopping list.")
+    expect(detail.locator(".skill-version")).to_have_count(4)
+    expect(page.locator("#skills-removed")).to_be_hidden()

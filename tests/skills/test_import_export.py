@@ -263,3 +263,23 @@ def test_the_profile_admin_refuses_a_skill_that_is_not_installed(user: Any, skil
     assert ok.is_valid(), ok.errors
     data["enabled_skills"] = '["*"]'
     assert form_class(data, instance=profile).is_valid()
+
+
+def test_a_removed_skill_is_listed_with_its_versions_and_can_be_restored(api: Any, user: Any, skills_root: Path,
+                                                                        client: Any) -> None:
+    """Remove says its versions are kept for a later rollback: the page, the admin and the command show
+    them, and one rollback brings the skill back."""
+    store = SkillStore()
+    store.save("tips", {"SKILL.md": skill_md("tips", "Tips v1.").encode()}, source="install")
+    store.save("tips", {"SKILL.md": skill_md("tips", "Tips v2.").encode()}, source="install")
+    assert api.get("/skills").json()["removed"] == []
+    assert api.delete("/skills/tips").json() == {"ok": True}
+    data = api.get("/skills").json()
+    assert "tips" not in [s["name"] for s in data["skills"]]
+    assert data["removed"] == [{"name": "tips", "versions": 2, "latest": 2, "description": "Tips v2."}]
+    assert "REMOVED tips  (2 versions kept; restore one on the skills page)" in _run("list")
+    client.force_login(user)
+    html = client.get("/admin/skills_app/skillproposal/").content.decode()
+    assert 'data-skill="tips"' in html and "removed" in html and "Roll back to v1" in html
+    assert api.post("/skills/tips/rollback", {"version": 2}).json() == {"name": "tips", "version": 3}
+    assert store.get("tips").description == "Tips v2." and api.get("/skills").json()["removed"] == []

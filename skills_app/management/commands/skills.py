@@ -77,6 +77,9 @@ class Command(BaseCommand):
             listed = [pid for pid, names in profiles if name in (names or []) or "*" in (names or [])]
             self.stdout.write(f"{name}  [{where}]  profiles: {', '.join(listed) or 'none'}")
             self.stdout.write(f"    {skill.description}")
+        for name, versions in store.removed(scan):
+            self.stdout.write(f"REMOVED {name}  ({len(versions)} version{'s' if len(versions) != 1 else ''} kept; "
+                              "restore one on the skills page)")
         for broken in scan.broken:
             self.stdout.write(self.style.ERROR(f"BROKEN {broken.source} folder {broken.folder}: {broken.error}"))
 
