@@ -18,11 +18,18 @@ boundary: they kept their connections before this, unchecked, and still do.)
 """
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
+import structlog
 from asgiref.sync import SyncToAsync
 from django.db.backends.signals import connection_created
+
+log = structlog.get_logger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def keep_long_lived_thread_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -38,3 +45,38 @@ def keep_long_lived_thread_connection(sender: Any, connection: Any, **kwargs: An
 
 
 connection_created.connect(keep_long_lived_thread_connection, dispatch_uid="navi_keep_long_lived_thread_connection")
+
+
+def reconnecting(fn: Callable[P, R]) -> Callable[P, R]:
+    """Database work in executor threads, which never reach a request boundary where Django would
+    replace a broken connection: when the server dropped the connection (PostgreSQL restarted,
+    pg_terminate_backend, a network cut), close it and run ``fn`` once more on a new one. Only for
+    work that is one transaction of its own (the dropped connection rolled it back); inside an
+    outer transaction the error is raised as before."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from django.db import InterfaceError, OperationalError, connection
+
+        try:
+            return fn(*args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block or not (_dropped(exc) or not connection.is_usable()):
+                raise
+            log.warning("db_connection_dropped_retrying", fn=fn.__qualname__)
+            connection.close()
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+# SQLSTATEs of a connection the server ended: class 08 (connection exception), admin_shutdown,
+# crash_shutdown, cannot_connect_now. psycopg may still call such a connection usable for a moment.
+_DROPPED_STATES = ("57P01", "57P02", "57P03")
+
+
+def _dropped(exc: Exception) -> bool:
+    from django.db import InterfaceError
+
+    state = str(getattr(exc.__cause__, "sqlstate", "") or "")
+    return isinstance(exc, InterfaceError) or state.startswith("08") or state in _DROPPED_STATES

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.store import SessionNotFound, SessionState, StoredMessage
+from navi_site.db_connections import reconnecting
 from sessions_app import services, turns
 from sessions_app.models import Message, Session
 from sessions_app.runs import drafts
@@ -68,6 +69,7 @@ class DjangoSessionStore:
         self._lock = threading.Lock()
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def load(self, session_id: str) -> SessionState:
         session = Session.objects.select_related("owner").filter(pk=session_id).first()
         if session is None:
@@ -130,6 +132,7 @@ class DjangoSessionStore:
             return seq
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def _append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str, open_turn: bool,
                 consumes: bool) -> int:
         with transaction.atomic():
@@ -145,14 +148,17 @@ class DjangoSessionStore:
         return int(row.seq)
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def set_profile(self, session_id: str, profile_id: str) -> None:
         Session.objects.filter(pk=session_id).update(profile_id=profile_id)
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def set_token_count(self, session_id: str, count: int) -> None:
         Session.objects.filter(pk=session_id).update(context_token_count=max(0, int(count)))
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def compress(self, session_id: str, *, removed: list[int], summary: ChatMessage) -> None:
         with transaction.atomic():
             rows = Message.objects.filter(session_id=session_id, seq__in=removed)
@@ -167,5 +173,6 @@ class DjangoSessionStore:
             self._cache.pop(str(session_id), None)
 
     @sync_to_async(thread_sensitive=False)
+    @reconnecting
     def mark_interrupted(self, session_id: str, run_id: str) -> None:
         Message.objects.filter(session_id=session_id, run_id=run_id, role="user").update(interrupted=True)

@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from navi_site.db_connections import reconnecting
 from sessions_app.models import Message, RunningTurn
 from sessions_app.services import message_append
 
@@ -72,6 +73,7 @@ def running_turn_clear_partial(*, run_id: str) -> None:
         partial_text="", partial_thinking="", partial_at=timezone.now())
 
 
+@reconnecting
 def running_turns_save(*, partials: list[Partial], renew: list[str]) -> None:
     """Write partial answers and renew leases, in one transaction (``drafts``' flusher)."""
     now = timezone.now()
@@ -83,6 +85,7 @@ def running_turns_save(*, partials: list[Partial], renew: list[str]) -> None:
             RunningTurn.objects.filter(run_id__in=renew).update(alive_until=lease_end(now))
 
 
+@reconnecting
 def running_turn_finish(*, run_id: str, error: str | None = None, partial: Partial | None = None) -> bool:
     """End a turn: normally (``error`` None: the row goes), or after a model error (the partial
     answer and the error are kept in the history). Returns whether the turn's row existed."""
