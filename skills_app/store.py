@@ -188,10 +188,13 @@ class SkillStore:
         if path != SKILL_FILE and path not in skill.files:
             listing = ", ".join(skill.files) or "none"
             raise SkillNotFound(f"the skill {name!r} has no file {rel!r}; its files: {listing}")
-        if not is_text_path(path):
-            raise SkillFormatError(f"{path} is not a text file; only text files can be read")
         data = _read_inside(skill.path, path)
-        return decode_text(data, what=path)
+        if is_text_path(path):
+            return decode_text(data, what=path)
+        try:  # a suffix Navi has no entry for (a Ruby script, a Jinja template): text if it is UTF-8
+            return decode_text(data, what=path)
+        except SkillFormatError:
+            raise SkillFormatError(f"{path} is not a text file; only text files can be read") from None
 
     def files(self, name: str) -> Files:
         """All files of the current version of a skill."""

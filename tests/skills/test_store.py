@@ -144,6 +144,19 @@ def test_reading_files_stays_inside_the_skill(skills_root: Path) -> None:
         store.read_file("refs", "assets/pic.png")
 
 
+def test_text_files_of_any_kind_can_be_read(skills_root: Path) -> None:
+    """Skills written for other agents bring scripts and templates Navi has no suffix list entry for
+    (Ruby, PowerShell, Jinja): skill_view reads every file that is UTF-8 text, not only known suffixes."""
+    make_skill(skills_root, "polyglot", files={"scripts/check.rb": "puts `df -h`\n", "scripts/backup.ps1": "Get-Date\n",
+                                               "assets/report.md.j2": "# {{ title }}\n", "assets/blob.bin": b"\x00\x01"})
+    store = SkillStore()
+    assert store.read_file("polyglot", "scripts/check.rb") == "puts `df -h`\n"
+    assert store.read_file("polyglot", "scripts/backup.ps1") == "Get-Date\n"
+    assert store.read_file("polyglot", "assets/report.md.j2") == "# {{ title }}\n"
+    with pytest.raises(SkillFormatError, match="^assets/blob.bin is not a text file; only text files can be read$"):
+        store.read_file("polyglot", "assets/blob.bin")
+
+
 # -- versions --------------------------------------------------------------------------------------
 
 
