@@ -16,7 +16,7 @@ from ninja import Router, Schema, Status
 from pydantic import Field
 
 from navi_site.auth import api_auth
-from navi_site.errors import BadRequest, NotFound, PayloadTooLarge
+from navi_site.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from skills_app import selectors, services
 from skills_app.format import SkillFormatError
 from skills_app.store import SkillNotFound, get_store
@@ -189,8 +189,15 @@ def export_skill(request: HttpRequest, name: str) -> HttpResponse:
 @router.delete("/{name}", summary="Remove the user's skill (its versions are kept; staff only)")
 def remove_skill(request: HttpRequest, name: str) -> dict[str, Any]:
     services.require_staff(request.auth, "remove skills")  # type: ignore[attr-defined]
+    store = get_store()
+    skill = store.scan().skills.get(name)
+    if skill is None:
+        raise NotFound(f"There is no skill named {name!r}.")
+    if skill.source == "bundled":
+        raise Conflict(f"{name!r} is a bundled skill: it cannot be removed. Disable it for the profiles that list it, "
+                       "or install your own version of it (replace).")
     try:
-        get_store().remove(name, by=request.auth.get_username())  # type: ignore[attr-defined]
+        store.remove(name, by=request.auth.get_username())  # type: ignore[attr-defined]
     except SkillNotFound as exc:
         raise _not_found(exc) from None
     return {"ok": True}

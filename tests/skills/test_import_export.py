@@ -128,8 +128,11 @@ def test_enable_disable_rollback_and_remove(api: Any, other_api: Any, skills_roo
     assert api.delete("/skills/tips").json() == {"ok": True}
     assert store.get("tips").source == "bundled"  # the bundled one shows again; the versions stay
     assert [v["number"] for v in api.get("/skills/tips").json()["versions"]] == [3, 2, 1]
-    gone = api.delete("/skills/tips")
-    assert gone.status_code == 404
+    bundled = api.delete("/skills/tips")  # it is there (the bundled one): not "no skill named 'tips'"
+    assert bundled.status_code == 409 and bundled.json()["detail"] == (
+        "'tips' is a bundled skill: it cannot be removed. Disable it for the profiles that list it, or install "
+        "your own version of it (replace).")
+    assert api.delete("/skills/nope").json()["detail"] == "There is no skill named 'nope'."
 
 
 def test_an_unwritable_skills_directory_is_reported_with_its_path(api: Any, tmp_path: Path, settings: Any) -> None:
