@@ -184,6 +184,43 @@ class SkillProposalUpdate(_Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SteerQueued(_Event):
+    """A message sent while a turn runs waits for the turn's next step (every tab shows it pending)."""
+
+    id: str
+    content: str
+    ref: str | None = None  # the sending client's own reference, echoed
+    type: Literal["steer_queued"] = "steer_queued"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerWithdrawn(_Event):
+    """A queued message was taken back before the turn read it."""
+
+    id: str
+    type: Literal["steer_withdrawn"] = "steer_withdrawn"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerAccepted(_Event):
+    """The loop read a queued message at a step boundary: it is now a user message of the history."""
+
+    id: str
+    content: str
+    type: Literal["steer_accepted"] = "steer_accepted"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerDropped(_Event):
+    """The turn ended (stopped, failed, or finished before its next step) with messages still queued:
+    ``items`` [{id, content}] were not used; the client gives their text back to the user."""
+
+    items: list[dict[str, str]]
+    reason: Literal["stopped", "error", "ended"]
+    type: Literal["steer_dropped"] = "steer_dropped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Heartbeat(_Event):
     type: Literal["heartbeat"] = "heartbeat"
 
@@ -211,6 +248,10 @@ AgentEvent = (
     | ApprovalResolved
     | RecallUpdate
     | SkillProposalUpdate
+    | SteerQueued
+    | SteerWithdrawn
+    | SteerAccepted
+    | SteerDropped
     | Heartbeat
     | SessionSync
 )
@@ -229,7 +270,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         StreamStart, ThinkingDelta, ThinkingEnd, TurnThinking, PlanReady, ToolStarted,
         ToolCall, StreamDelta, StreamEnd, StreamStopped, ContextCompressed,
         ProfileSwitched, Error, ApprovalRequired, ApprovalResolved, RecallUpdate, SkillProposalUpdate, Heartbeat,
-        SessionSync,
+        SessionSync, SteerQueued, SteerWithdrawn, SteerAccepted, SteerDropped,
     )
 }
 

@@ -47,6 +47,7 @@ from agent.events import (
     ContextCompressed,
     Error,
     PlanReady,
+    SteerAccepted,
     StreamDelta,
     StreamEnd,
     StreamStopped,
@@ -273,6 +274,8 @@ class Agent:
                 turn.outcome = "stopped"
                 yield StreamStopped()
                 return
+            for ev in await self._steer(turn, state, await _queued(turn)):
+                yield ev
             names = self._tool_names(registry, turn)
             allow = bool(names) and not state.force_answer
             todo = _read_todo(turn.session_id)
@@ -324,9 +327,15 @@ class Agent:
                     continue
                 if decision.replaced or (state.answer_retried and poor_answer(decision.content)):
                     decision = Decision(calls=[], content=summary_of(turn.history[state.start:]), replaced=True)
-                async for ev in self._final(turn, call, decision):
+                queued = await _queued(turn)
+                async for ev in self._final(turn, call, decision, end=not queued):
                     yield ev
-                return
+                if not queued:
+                    return
+                # The user wrote while this answer streamed: it stays, and the turn goes on with their message.
+                for ev in await self._steer(turn, state, queued):
+                    yield ev
+                continue
             if call.thinking:
                 yield TurnThinking(thinking=call.thinking)
             await turn.add(ChatMessage(role="assistant", content=decision.content or None,
@@ -454,14 +463,31 @@ class Agent:
                 turn.context_tokens = (chunk.prompt_eval_count or 0) + (chunk.eval_count or 0) or turn.context_tokens
         return text
 
-    async def _final(self, turn: Turn, call: StreamedCall, decision: Decision) -> AsyncIterator[AgentEvent]:
+    async def _steer(self, turn: Turn, state: LoopState, notes: list[ports.SteerNote]) -> list[AgentEvent]:
+        """Messages the user sent while the turn ran become user messages of the history, in order,
+        at this step boundary; the model reads them in its next request. A new instruction resets the
+        aids that pushed the model towards answering: it may need tools again."""
+        events: list[AgentEvent] = []
+        for note in notes:
+            await turn.add(ChatMessage(role="user", content=note.content, metadata={"steer_id": note.id}))
+            events.append(SteerAccepted(id=note.id, content=note.content))
+        if notes:
+            state.force_answer = False
+            state.answer_retried = False
+            state.repeats = 0
+            state.previous_calls = set()
+            log.info("steer_accepted", count=len(notes))
+        return events
+
+    async def _final(self, turn: Turn, call: StreamedCall, decision: Decision,
+                     end: bool = True) -> AsyncIterator[AgentEvent]:
         for ev in call.finish_events(is_tool_turn=False, drop_held=decision.replaced):
             yield ev
         turn.final_text = decision.content.strip()
         if turn.emit and turn.final_text and (decision.replaced or not call.streamed_text):
             yield StreamDelta(delta=turn.final_text)
         await turn.add(ChatMessage(role="assistant", content=turn.final_text, thinking=call.thinking or None))
-        if turn.emit:
+        if turn.emit and end:
             yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
                             max_context_tokens=_max_context())
 
@@ -628,6 +654,21 @@ def _set_todo(session_id: str, steps: list[str]) -> None:
         ports.todo().replace(session_id, steps)
     except Exception:  # noqa: BLE001
         log.warning("todo_autopopulate_failed")
+
+
+async def _queued(turn: Turn) -> list[ports.SteerNote]:
+    """What the user sent to this live turn since the last step (nothing for subagents and when stopping)."""
+    steering = ports.steering()
+    if steering is None or turn.subagent or not turn.emit or not turn.persistent or turn.stop_event.is_set():
+        return []
+    run_id = turn.guard.run_id
+    if not run_id:
+        return []
+    try:
+        return list(await steering.take(turn.session_id, run_id))
+    except Exception:  # a lost queue read must not fail the turn: the messages are read at the next step
+        log.warning("steer_take_failed", exc_info=True)
+        return []
 
 
 def _forward(sink: asyncio.Queue[Any] | None, event: AgentEvent) -> None:

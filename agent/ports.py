@@ -12,12 +12,13 @@ its ``AppConfig.ready()``:
 | MemoryProvider  | ``memory_app.provider.DjangoMemoryProvider``     |
 | SkillCatalog    | ``skills_app.catalog.StoreSkillCatalog``         |
 | ApprovalDesk    | ``approvals_app.desk.PolicyDesk``                |
+| Steering        | ``sessions_app.runs.steering_port.RegistrySteering`` |
 
 Tests of the core plug in the scripted doubles of ``agent.testing`` instead. A port that is
 asked for before anything was plugged in raises ``PortMissing`` naming the app that provides
-it; the memory, skills and approvals ports are optional (no memory app: no memory in the prompt;
-no skills app: no skills block; no approvals app: every tool call runs, as before the policy
-point existed).
+it; the memory, skills, approvals and steering ports are optional (no memory app: no memory in the
+prompt; no skills app: no skills block; no approvals app: every tool call runs, as before the policy
+point existed; no steering: nothing is injected into a running turn).
 """
 from __future__ import annotations
 
@@ -115,6 +116,22 @@ class ApprovalDesk(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SteerNote:
+    """A message the user sent while the turn ran, to be read at the turn's next step."""
+
+    id: str
+    content: str
+
+
+class Steering(Protocol):
+    async def take(self, session_id: str, run_id: str) -> list[SteerNote]:
+        """The messages queued for this run, oldest first, removed from the queue (each is taken once).
+
+        Called by the loop at every step boundary of a live turn: it must be quick (one round trip)."""
+        ...
+
+
 class PortMissing(RuntimeError):
     pass
 
@@ -128,12 +145,13 @@ class _Ports:
     memory: MemoryProvider | None = None
     skills: SkillCatalog | None = None
     approvals: ApprovalDesk | None = None
+    steering: Steering | None = None
 
 
 _ports = _Ports()
 _PROVIDED_BY = {"session_store": "sessions_app", "tools": "tools_app", "todo": "tools_app",
                 "profiles": "profiles_app", "memory": "memory_app", "skills": "skills_app",
-                "approvals": "approvals_app"}
+                "approvals": "approvals_app", "steering": "sessions_app"}
 
 
 def provide(**implementations: Any) -> None:
@@ -177,6 +195,10 @@ def skills() -> SkillCatalog | None:
 
 def approvals() -> ApprovalDesk | None:
     return _ports.approvals
+
+
+def steering() -> Steering | None:
+    return _ports.steering
 
 
 def snapshot() -> dict[str, Any]:

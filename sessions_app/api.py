@@ -31,6 +31,8 @@ from sessions_app.schemas import (
     SessionOut,
     SessionPage,
     SessionPatchIn,
+    SteerIn,
+    SteerOut,
     StopOut,
 )
 
@@ -114,9 +116,13 @@ def get_session(
     for m in messages:
         if m["seq"] in branches:
             m["branch"] = branches[m["seq"]]
+    from sessions_app.runs import get_run_registry
+
+    pending = [i.public() for i in get_run_registry().pending_steers(str(session.id))]
     return session_out(
         session,
         messages=messages,
+        pending_steers=pending,
         has_more=has_more,
         max_context_tokens=settings.OLLAMA_NUM_CTX,
         **session_flags([session.id]).get(session.id, {}),
@@ -297,6 +303,67 @@ async def _new_version(request: HttpRequest, session: Session, target: Any, text
         await get_run_registry().start_turn(turn)
     except SessionBusy as exc:
         raise Conflict(exc.message) from None
+
+
+@router.post("/{session_id}/steer", response={202: SteerOut, 400: ErrorOut, 404: ErrorOut, 409: ErrorOut},
+             summary="Add a message to the running turn: it is read at the turn's next step")
+async def steer(request: HttpRequest, session_id: str, payload: SteerIn) -> Status:
+    """Queues the message for the running turn (wherever it runs) and returns at once: clients see
+    ``steer_queued``, then ``steer_accepted`` when the turn reads it. No running turn: 409 (send it
+    with POST /messages instead; a steering call that silently started a turn would answer a
+    correction as if it were a new request)."""
+    from agent.events import SteerQueued
+    from sessions_app.bus import apublish
+    from sessions_app.runs import SteerRefused, get_run_registry
+
+    session = await _aaccess(request, session_id)
+    content = _steer_text(payload.content)
+    user = request.auth  # type: ignore[attr-defined]
+    try:
+        item = await get_run_registry().steer(str(session.id), content=content, user_id=user.pk, ref=payload.ref)
+    except SteerRefused as exc:
+        raise Conflict(exc.message) from None
+    if item is None:
+        raise Conflict(f"No turn is running in this session, so there is nothing to steer: send the message with "
+                       f"POST /sessions/{session.id}/messages (or over the WebSocket) to start one.")
+    await apublish(str(session.id), SteerQueued(id=item.id, content=item.content, ref=item.ref).to_dict())
+    return Status(202, {"id": item.id, "content": item.content, "status": "queued"})
+
+
+@router.get("/{session_id}/steer", response=list[SteerOut], summary="The messages waiting for the running turn")
+def list_steer(request: HttpRequest, session_id: str) -> list[dict[str, Any]]:
+    from sessions_app.runs import get_run_registry
+
+    session = services.session_access(user=request.user, session_id=session_id)
+    return [{**i.public(), "status": "queued"} for i in get_run_registry().pending_steers(str(session.id))]
+
+
+@router.delete("/{session_id}/steer/{steer_id}", response={200: SteerOut, 404: ErrorOut},
+               summary="Withdraw a message before the running turn reads it")
+async def withdraw_steer(request: HttpRequest, session_id: str, steer_id: str) -> dict[str, Any]:
+    from agent.events import SteerWithdrawn
+    from navi_site.errors import NotFound
+    from sessions_app.bus import apublish
+    from sessions_app.runs import get_run_registry
+    from sessions_app.runs.steering import STEER_GONE
+
+    session = await _aaccess(request, session_id)
+    item = await get_run_registry().withdraw_steer(str(session.id), steer_id[:64])
+    if item is None:
+        raise NotFound(STEER_GONE)
+    await apublish(str(session.id), SteerWithdrawn(id=item.id).to_dict())
+    return {**item.public(), "status": "withdrawn"}
+
+
+def _steer_text(raw: str) -> str:
+    from sessions_app.runs.steering import MAX_STEER_CHARS
+
+    text = (raw or "").replace("\x00", "")
+    if not text.strip():
+        raise BadRequest("The message is empty: type something in 'content'.")
+    if len(text) > MAX_STEER_CHARS:
+        raise BadRequest(f"The message has {len(text)} characters: the limit is {MAX_STEER_CHARS}.")
+    return text
 
 
 @router.post("/{session_id}/stop", response=StopOut, summary="Ask the running turn to stop (cooperative)")

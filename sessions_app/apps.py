@@ -35,8 +35,9 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from agent import ports
         from sessions_app.hooks import add_flag_provider
+        from sessions_app.runs.steering_port import RegistrySteering
         from sessions_app.store import DjangoSessionStore
 
-        ports.provide(session_store=DjangoSessionStore())
+        ports.provide(session_store=DjangoSessionStore(), steering=RegistrySteering())
         add_flag_provider(_busy_flags)
         post_migrate.connect(_repair_search_index, sender=self, dispatch_uid="sessions_app.search.repair")

@@ -44,10 +44,19 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from agent.events import SteerQueued, SteerWithdrawn
 from navi_site.errors import NaviError, NotFound
 from sessions_app import eventjson, presence
 from sessions_app.bus import group_name
-from sessions_app.frames import FrameError, MessageFrame, OtherFrame, StopFrame, TokenBucket, parse_frame
+from sessions_app.frames import (
+    FrameError,
+    MessageFrame,
+    OtherFrame,
+    SteerWithdrawFrame,
+    StopFrame,
+    TokenBucket,
+    parse_frame,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -75,6 +84,14 @@ def _resolve_files(session_id: str, refs: list[Any]) -> list[dict[str, Any]]:
     from sessions_app.files import files_resolve
 
     return files_resolve(session_id=session_id, refs=refs)
+
+
+async def _publish(session_id: str, event: Any) -> None:
+    """A steering event to every client of the session (not in the run's log: GET /sessions/{id}
+    lists what is queued for a client that connects later)."""
+    from sessions_app.bus import apublish
+
+    await apublish(session_id, event.to_dict())
 
 
 def _encode(content: Any) -> str:
@@ -427,6 +444,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self._message(frame)
         elif isinstance(frame, StopFrame):
             await self._stop()
+        elif isinstance(frame, SteerWithdrawFrame):
+            await self._withdraw(frame)
         elif isinstance(frame, OtherFrame):
             await self._other(frame)
         elif frame.visible != self.visible:
@@ -434,27 +453,56 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             await self._presence()
 
     async def _message(self, frame: MessageFrame) -> None:
-        from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
+        """Start a turn; while one runs, queue the message for its next step instead (steering).
+
+        The queue is tied to the run holding the session's lock, atomically: when the turn ended
+        meanwhile the message starts a turn of its own, and when a turn started meanwhile it is
+        queued for that one. A message with attachments cannot join a running turn."""
+        from sessions_app.runs import SessionBusy, SteerRefused, TurnRequest, get_run_registry
 
         registry = get_run_registry()
-        if await registry.ais_busy(self.session_id):
-            await self._error(SessionBusy().message)
-            return
         files: list[dict[str, Any]] = []
-        if frame.files:
+        for _ in range(3):
+            if await registry.ais_busy(self.session_id):
+                if frame.images or frame.files:
+                    await self._error("Images and files cannot be added to a running turn: wait for it to "
+                                      "finish (or press Stop), then send them.")
+                    return
+                try:
+                    item = await registry.steer(self.session_id, content=frame.content, user_id=self.user_id,
+                                                ref=frame.ref)
+                except SteerRefused as exc:
+                    await self._error(exc.message)
+                    return
+                if item is not None:
+                    await _publish(self.session_id, SteerQueued(id=item.id, content=item.content, ref=item.ref))
+                    self.log.info("steer_queued", steer_id=item.id)
+                    return
+            if frame.files and not files:
+                try:
+                    files = await _resolve_files(self.session_id, frame.file_refs())
+                except NotFound as exc:
+                    await self._error(exc.message)
+                    return
+            request = TurnRequest(session_id=self.session_id, text=frame.content, user_id=self.user_id,
+                                  user_role=self.user_role, images=tuple(frame.images), files=tuple(files))
             try:
-                files = await _resolve_files(self.session_id, frame.file_refs())
-            except NotFound as exc:
-                await self._error(exc.message)
-                return
-        request = TurnRequest(session_id=self.session_id, text=frame.content, user_id=self.user_id,
-                              user_role=self.user_role, images=tuple(frame.images), files=tuple(files))
-        try:
-            run = await registry.start_turn(request)  # returns at once: the turn is the registry's task
-        except SessionBusy as exc:
-            await self._error(exc.message)
+                run = await registry.start_turn(request)  # returns at once: the turn is the registry's task
+            except SessionBusy:
+                continue  # a turn started meanwhile: queue for it
+            self.log.info("turn_started", run_id=run.run_id)
             return
-        self.log.info("turn_started", run_id=run.run_id)
+        await self._error(SessionBusy().message)
+
+    async def _withdraw(self, frame: SteerWithdrawFrame) -> None:
+        from sessions_app.runs import get_run_registry
+        from sessions_app.runs.steering import STEER_GONE
+
+        item = await get_run_registry().withdraw_steer(self.session_id, frame.id)
+        if item is None:
+            await self.send_json({"type": "error", "message": STEER_GONE, "frame": "steer_withdraw", "ref": frame.id})
+            return
+        await _publish(self.session_id, SteerWithdrawn(id=item.id))
 
     async def _other(self, frame: OtherFrame) -> None:
         """A frame another app handles (an approval decision): quick work only, dispatch is serial.

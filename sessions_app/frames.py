@@ -78,6 +78,8 @@ class MessageFrame(BaseModel):
     files: list[Annotated[str, StringConstraints(max_length=64)] | FileRef] = Field(
         default_factory=list, max_length=MAX_FILES
     )
+    # The client's own reference, echoed in steer_queued when the message waits for a running turn.
+    ref: Annotated[str, StringConstraints(max_length=100)] | None = None
 
     @field_validator("content")
     @classmethod
@@ -97,6 +99,14 @@ class MessageFrame(BaseModel):
 
     def file_refs(self) -> list[Any]:
         return [f if isinstance(f, str) else f.model_dump(exclude_none=True) for f in self.files]
+
+
+class SteerWithdrawFrame(BaseModel):
+    """Take back a message queued for the running turn (``steer_queued``'s id) before it is read."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["steer_withdraw"]
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
 class StopFrame(BaseModel):
@@ -119,9 +129,9 @@ class OtherFrame(BaseModel):
     payload: dict[str, Any]
 
 
-Frame = MessageFrame | StopFrame | VisibilityFrame
+Frame = MessageFrame | StopFrame | VisibilityFrame | SteerWithdrawFrame
 _FRAME = TypeAdapter(Annotated[Frame, Field(discriminator="type")])
-KNOWN_TYPES = ("message", "stop", "visibility")
+KNOWN_TYPES = ("message", "stop", "visibility", "steer_withdraw")
 
 
 def parse_frame(text: str | None, data: bytes | None, *, max_bytes: int,

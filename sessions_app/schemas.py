@@ -50,6 +50,8 @@ class SessionDetailOut(SessionOut):
     messages: list[dict[str, Any]]
     has_more: bool
     max_context_tokens: int
+    pending_steers: list[dict[str, Any]] = Field(default_factory=list,
+                                                 description="Messages waiting for the running turn: [{id, content}]")
 
 
 class PinIn(Schema):
@@ -89,6 +91,17 @@ class MessageIn(Schema):
     files: list[str | FileRefIn] = Field(default_factory=list, max_length=20, description="Upload ids or {name, path}")
 
     _clean = field_validator("content", mode="before")(_no_nul)
+
+
+class SteerIn(Schema):
+    content: str = Field(description="The message for the running turn (read at its next step)")
+    ref: str | None = Field(default=None, max_length=100, description="Your own reference, echoed in steer_queued")
+
+
+class SteerOut(Schema):
+    id: str
+    content: str
+    status: str = Field(description="queued, or withdrawn")
 
 
 class EditIn(Schema):

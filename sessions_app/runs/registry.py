@@ -14,13 +14,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from django.conf import settings
 
-from agent.events import Error, SessionSync, StreamStart
+from agent.events import Error, SessionSync, SteerDropped, StreamStart
 from sessions_app.runs import drafts
+from sessions_app.runs.steering import Inbox, SteerItem, inbox_for, new_item
 from sessions_app.runs.store import LOCK_REFRESH_S, STOP_POLL_S, LocalStore, RedisStore, RunStore, Snapshot
 from sessions_app.runs.writer import EventWriter
 
@@ -30,6 +31,17 @@ BUSY_MESSAGE = "a turn is already running in this session — wait for it to fin
 
 # run_stream(session_id, text, *, images, files, is_recall, stop_event, user_id, user_role)
 TurnFn = Callable[..., AsyncIterator[Any]]
+
+
+MAX_QUEUED_MESSAGE = "Too many messages are waiting for this turn already."
+
+
+class SteerRefused(Exception):
+    """A message could not be queued for the running turn (its queue is full)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class SessionBusy(Exception):
@@ -139,6 +151,7 @@ class RunRegistry:
         self.store: RunStore = store or _default_store()
         self._turn = turn
         self.runs: dict[str, Run] = {}  # runs executing in this process
+        self.inbox: Inbox = inbox_for(self.store)  # messages sent while a turn runs (steering.py)
 
     @property
     def turn(self) -> TurnFn:
@@ -212,6 +225,23 @@ class RunRegistry:
         remote = self.store.request_stop_sync(sid)
         return run is not None or remote
 
+    async def steer(self, session_id: str, *, content: str, user_id: int | None,
+                    ref: str | None = None) -> SteerItem | None:
+        """Queue a message for the session's running turn, wherever it runs; it is read at the turn's
+        next step. None when no turn runs (the caller starts one). Raises SteerRefused (a full queue)."""
+        status, item = await self.inbox.push(str(session_id), new_item(content=content, user_id=user_id, ref=ref))
+        if status == "full":
+            raise SteerRefused(f"{MAX_QUEUED_MESSAGE} Withdraw one, or wait for the turn to read them.")
+        return item
+
+    async def withdraw_steer(self, session_id: str, steer_id: str) -> SteerItem | None:
+        """Take back a queued message before the turn reads it; None when it is no longer queued."""
+        return await self.inbox.withdraw(str(session_id), str(steer_id))
+
+    def pending_steers(self, session_id: str) -> list[SteerItem]:
+        """The messages queued for the session's running turn (any thread)."""
+        return self.inbox.pending_sync(str(session_id))
+
     async def wait_idle(self, session_id: str, within: float) -> bool:
         """Wait until no run is active in the session (True) or ``within`` seconds pass (False)."""
         deadline = time.monotonic() + within
@@ -260,6 +290,7 @@ class RunRegistry:
         finally:
             watcher.cancel()
             await drafts.finish(draft)  # the partial answer and an error stay in the history
+            await _safe(self._drop_queued(run, writer, result))
             if req.on_end is not None:
                 await _safe(req.on_end(result))
             if writer is not None:
@@ -273,6 +304,15 @@ class RunRegistry:
         if result.first_turn_succeeded:
             await _safe(_after_first_turn(sid))
         await _safe(_turn_finished(run, result))
+
+    async def _drop_queued(self, run: Run, writer: EventWriter | None, result: TurnResult) -> None:
+        """Close the run's inbox; messages the turn did not read go back to the clients."""
+        left = await self.inbox.close(run.request.session_id, run.run_id)
+        if not left or writer is None:
+            return
+        reason: Literal["stopped", "error", "ended"] = "stopped" if result.stopped else "error" if result.error else "ended"
+        log.info("steer_dropped", session_id=run.request.session_id, run_id=run.run_id, count=len(left), reason=reason)
+        await writer.push(SteerDropped(items=[i.public() for i in left], reason=reason).to_dict())
 
     async def _pump(self, run: Run, writer: EventWriter, draft: drafts.Draft) -> TurnResult:
         """Feed the agent's events to the writer, in this task.

@@ -136,6 +136,11 @@ class LocalStore:
             if state.lock is None and (state.log or state.packed) and state.log_expires < now:
                 state.log, state.packed = [], b""
 
+    def holder(self, session_id: str) -> str | None:
+        """The run_id holding the session's lock (call under ``_mutex`` to act on it)."""
+        state = self._sessions.get(session_id)
+        return None if state is None else state.lock
+
     async def busy(self, session_id: str) -> bool:
         return self.busy_sync(session_id)
 

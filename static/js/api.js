@@ -65,6 +65,8 @@ export const api = {
   pinSession: (id, pinned) => request("PATCH", `/sessions/${enc(id)}/pin`, { pinned }),
   deleteSession: (id) => request("DELETE", `/sessions/${enc(id)}`),
   stop: (id) => request("POST", `/sessions/${enc(id)}/stop`),
+  steer: (id, content, ref) => request("POST", `/sessions/${enc(id)}/steer`, { content, ref }),
+  withdrawSteer: (id, steerId) => request("DELETE", `/sessions/${enc(id)}/steer/${enc(steerId)}`),
   regenerate: (id) => request("POST", `/sessions/${enc(id)}/regenerate`),
   editMessage: (id, seq, content) => request("POST", `/sessions/${enc(id)}/messages/${enc(seq)}/edit`, { content }),
   getBranch: (id, group, index) => request("GET", `/sessions/${enc(id)}/branches/${enc(group)}?index=${enc(index)}`),

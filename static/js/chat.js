@@ -4,7 +4,7 @@ import { api } from "./api.js";
 import { SessionSocket } from "./socket.js";
 import { emit, set, store } from "./store.js";
 import { el, icon, toast } from "./util.js";
-import { branchSwitcher, errorCard, notice, renderHistory, textBlock, assistantTurn, userMessage } from "./render/messages.js";
+import { branchSwitcher, errorCard, notice, pendingMessage, renderHistory, textBlock, assistantTurn, userMessage } from "./render/messages.js";
 import { renderMarkdown } from "./render/markdown.js";
 import { planCard } from "./render/plan.js";
 import { appendThinking, finishThinking, thinkingBlock } from "./render/thinking.js";
@@ -14,7 +14,7 @@ import { abandonApprovalCard, approvalCard, approvalFailed, resolveApprovalCard 
 import { applyTodoCall, renderTodo, resetTodo, setTodo } from "./todo.js";
 
 const RUN_EVENTS = new Set(["stream_start", "thinking_delta", "thinking_end", "turn_thinking", "plan_ready",
-  "tool_started", "tool_call", "stream_delta", "profile_switched", "approval_required", "approval_resolved"]);
+  "tool_started", "tool_call", "stream_delta", "profile_switched", "approval_required", "approval_resolved", "steer_accepted"]);
 
 let els = {};
 let socket = null;
@@ -46,6 +46,114 @@ function showEmpty(show) {
   els.messages.hidden = show;
 }
 
+// Messages waiting for the running turn (steering): node by steer id, and this tab's own by ref.
+const steers = { byId: new Map(), byRef: new Map(), accepted: new Set() };
+
+function resetSteers() {
+  for (const node of els.messages.querySelectorAll(".pending-steer")) node.remove();
+  steers.byId.clear();
+  steers.byRef.clear();
+  steers.accepted.clear();
+}
+
+function firstPending() {
+  return els.messages.querySelector(".pending-steer");
+}
+
+function addPending(content, { id = null, ref = null } = {}) {
+  const node = pendingMessage({ content, onWithdraw: withdrawSteer });
+  if (id) {
+    node.dataset.steerId = id;
+    steers.byId.set(id, node);
+  }
+  if (ref) {
+    node.dataset.ref = ref;
+    steers.byRef.set(ref, node);
+  }
+  els.messages.append(node);
+  showEmpty(false);
+  scrollDown(true);
+  return node;
+}
+
+function removePending(id) {
+  const node = steers.byId.get(id);
+  steers.byId.delete(id);
+  if (!node) return null;
+  if (node.dataset.ref) steers.byRef.delete(node.dataset.ref);
+  node.remove();
+  return node;
+}
+
+/** Send a message to the running turn: it waits (shown pending) until the turn's next step. */
+function steer(text) {
+  const id = store.currentId;
+  const ref = `r${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  addPending(text, { ref });
+  if (socket && socket.send({ type: "message", content: text, ref })) return true;
+  api.steer(id, text, ref).then((item) => onSteerQueued({ ...item, ref })).catch((err) => {
+    const node = steers.byRef.get(ref);
+    if (node) node.remove();
+    steers.byRef.delete(ref);
+    emit("composer:restore", text);
+    toast(err.message, "error");
+  });
+  return true;
+}
+
+function withdrawSteer(node) {
+  const id = node.dataset.steerId;
+  if (!id) { // not confirmed yet: withdraw as soon as it is
+    node.dataset.withdraw = "1";
+    return;
+  }
+  if (socket && socket.send({ type: "steer_withdraw", id })) return;
+  api.withdrawSteer(store.currentId, id).then(() => removePending(id)).catch((err) => toast(err.message, "error"));
+}
+
+function onSteerQueued(ev) {
+  if (steers.accepted.has(ev.id) || steers.byId.has(ev.id)) return;
+  const node = (ev.ref && steers.byRef.get(ev.ref)) || null;
+  if (!node) {
+    addPending(ev.content, { id: ev.id });
+    return;
+  }
+  node.dataset.steerId = ev.id;
+  steers.byId.set(ev.id, node);
+  if (node.dataset.withdraw) withdrawSteer(node);
+}
+
+/** The turn read a queued message: it becomes a user message, and the answer goes on below it. */
+function onSteerAccepted(ev) {
+  steers.accepted.add(ev.id);
+  removePending(ev.id);
+  endThinking();
+  closeText();
+  if (s.turn) s.turn.node.classList.remove("live");
+  const user = userMessage({ content: ev.content, createdAt: new Date().toISOString() });
+  const turn = assistantTurn();
+  turn.node.classList.add("live");
+  const anchor = firstPending();
+  if (anchor) anchor.before(user, turn.node);
+  else els.messages.append(user, turn.node);
+  s.turn = turn;
+  s.userShown = true;
+  set({ busy: true });
+  scrollDown();
+}
+
+function onSteerDropped(ev) {
+  const mine = [];
+  for (const item of ev.items || []) {
+    const node = removePending(item.id);
+    if (node && node.dataset.ref) mine.push(item.content);
+  }
+  if (!mine.length) return;
+  emit("composer:restore", mine.join("\n\n"));
+  const why = ev.reason === "stopped" ? "the turn was stopped" : ev.reason === "error" ? "the turn failed" : "the turn ended first";
+  toast(`Navi did not read your message (${why}): it is back in the message box.`, "info");
+}
+
 function resetTurnState() {
   clearTimeout(s.renderTimer);
   clearTimeout(s.stopTimer);
@@ -67,6 +175,7 @@ export function draft() {
   resetTodo();
   renderTodo(els.todo);
   proposals.clear();
+  resetSteers();
   els.messages.replaceChildren();
   s.lastRenderedSeq = 0;
   s.historyKey = "";
@@ -82,6 +191,7 @@ export async function open(id) {
   resetTurnState();
   const token = ++s.openToken;
   proposals.clear();
+  resetSteers();
   set({ currentId: id, busy: false, recall: null });
   if (window.location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`);
   els.messages.replaceChildren(el("div", { class: "loading", role: "status" }, "Loading conversation…"));
@@ -112,8 +222,13 @@ function applyDetail(detail) {
 
 /** While a run is going, its messages after the user's come back as live events: don't show them twice. */
 function trimRunning(messages) {
-  for (let i = messages.length - 1; i >= 0; i -= 1) if (messages[i].role === "user") return messages.slice(0, i + 1);
+  for (let i = messages.length - 1; i >= 0; i -= 1) if (startsTurn(messages[i])) return messages.slice(0, i + 1);
   return messages;
+}
+
+/** A user message that began a turn (not one read mid-turn: those come back with steer_accepted). */
+function startsTurn(m) {
+  return m.role === "user" && !(m.metadata && m.metadata.steer_id);
 }
 
 function historyKey(messages, detail) {
@@ -133,7 +248,17 @@ function renderMessages(detail, { trimRunning: trim = false, force = false } = {
   const children = [];
   if (detail.has_more) children.push(loadEarlierButton());
   children.push(...nodes);
+  const mine = [...steers.byRef.values()].filter((n) => !n.dataset.steerId); // sent, not confirmed yet
+  steers.byId.clear();
   els.messages.replaceChildren(...children);
+  for (const p of detail.pending_steers || []) {
+    const node = [...steers.byRef.values()].find((n) => n.dataset.steerId === p.id);
+    if (node) {
+      els.messages.append(node);
+      steers.byId.set(p.id, node);
+    } else addPending(p.content, { id: p.id });
+  }
+  for (const node of mine) els.messages.append(node);
   showEmpty(messages.length === 0 && !s.turn);
   resetTodo();
   for (const call of todoCalls) applyTodoCall(call);
@@ -303,7 +428,9 @@ function ensureTurn() {
   s.turnClean = false; // joined mid-turn: only stream_start makes a turn fully witnessed
   const turn = assistantTurn();
   turn.node.classList.add("live");
-  els.messages.append(turn.node);
+  const pending = firstPending(); // messages waiting for the turn stay below it
+  if (pending) pending.before(turn.node);
+  else els.messages.append(turn.node);
   showEmpty(false);
   s.turn = turn;
   set({ busy: true });
@@ -322,7 +449,7 @@ async function showOtherUserMessage(turnNode) {
     try {
       const page = await api.getSession(id, { limit: 8 });
       if (id !== store.currentId || !turnNode.isConnected) return;
-      const lastUser = [...(page.messages || [])].reverse().find((m) => m.role === "user");
+      const lastUser = [...(page.messages || [])].reverse().find(startsTurn);
       if (lastUser && lastUser.seq > s.lastRenderedSeq) {
         s.lastRenderedSeq = lastUser.seq;
         turnNode.before(userMessage({ content: lastUser.content, images: lastUser.images, isRecall: lastUser.is_recall, createdAt: lastUser.created_at, seq: lastUser.seq }));
@@ -516,6 +643,7 @@ function handleEvent(ev) {
     case "error": {
       if (ev.frame) { // a frame of ours was refused (an approval decision): not the turn's error
         if (ev.frame === "approval") approvalFailed(findApproval(ev.ref), ev.message);
+        if (ev.frame === "steer_withdraw") removePending(ev.ref);
         toast(ev.message, "error");
         break;
       }
@@ -526,6 +654,18 @@ function handleEvent(ev) {
       scrollDown(true);
       break;
     }
+    case "steer_queued":
+      onSteerQueued(ev);
+      break;
+    case "steer_withdrawn":
+      removePending(ev.id);
+      break;
+    case "steer_accepted":
+      onSteerAccepted(ev);
+      break;
+    case "steer_dropped":
+      onSteerDropped(ev);
+      break;
     case "recall_update":
       emit("recall:changed", ev);
       break;
@@ -630,7 +770,14 @@ function profileName(id) {
 
 /** Send a message. Resolves true when it went out. */
 export async function send({ text, images = [], files = [] }) {
-  if (store.busy || !text.trim()) return false;
+  if (!text.trim()) return false;
+  if (store.busy && store.currentId) {
+    if (images.length || files.length) {
+      toast("Images and files cannot be added to a running turn: wait for it to finish (or press Stop), then send them.", "error");
+      return false;
+    }
+    return steer(text);
+  }
   try {
     await ensureSession();
   } catch (err) {

@@ -78,6 +78,11 @@ export function initComposer(elements) {
     els.stopButton.setAttribute("aria-label", "Stopping…");
   });
   on("chat:opened", () => clearAttachments());
+  on("composer:restore", (text) => { // a queued message the turn never read comes back to the box
+    els.input.value = els.input.value.trim() ? `${text}\n\n${els.input.value}` : text;
+    autosize();
+    updateButtons();
+  });
   lock();
   autosize();
 }
@@ -93,11 +98,11 @@ function autosize() {
 }
 
 function lock() {
+  // While a turn runs the box stays open: what is sent then joins the turn at its next step (steering).
   const busy = store.busy;
-  els.input.disabled = busy;
-  els.input.placeholder = busy ? "Navi is working… press Esc to stop" : "Message Navi";
+  els.input.placeholder = busy ? "Navi is working… add a message to this turn, or press Esc to stop" : "Message Navi";
   els.form.classList.toggle("busy", busy);
-  els.sendButton.hidden = busy;
+  els.sendButton.setAttribute("aria-label", busy ? "Add to the running turn" : "Send message");
   els.stopButton.hidden = !busy;
   els.stopButton.classList.remove("stopping");
   els.stopButton.setAttribute("aria-label", "Stop generating");
@@ -110,11 +115,10 @@ function uploading() {
 }
 
 function updateButtons() {
-  els.sendButton.disabled = store.busy || !els.input.value.trim() || uploading();
+  els.sendButton.disabled = !els.input.value.trim() || uploading();
 }
 
 async function submit() {
-  if (store.busy) return;
   const text = els.input.value;
   if (!text.trim()) return;
   if (uploading()) {

@@ -205,23 +205,28 @@ async def test_reconnect_mid_turn_with_after_replays_without_gap_or_duplicate(na
 
 
 async def test_busy_session(navi: Any, fake_ollama: Any) -> None:
+    """A second turn is refused while one runs; a message over the WebSocket joins the running turn
+    instead (steering: queued, then read at the turn's next step)."""
     sid = _session(navi)
     fake_ollama.script(text="DIRECT")
     fake_ollama.script(text=LONG, **SLOW)
+    fake_ollama.script(text="Answer to the second message.")
     a, b = await _idle(navi, sid), await _idle(navi, sid)
     await a.send({"type": "message", "content": "First message"})
     await b.until("stream_delta")
-    await b.send({"type": "message", "content": "Second message"})
-    assert (await b.until("error"))[-1]["message"] == (
-        "a turn is already running in this session — wait for it to finish or press Stop")
+    await b.send({"type": "message", "content": "Second message", "ref": "b-1"})
+    queued = (await b.until("steer_queued"))[-1]
+    assert (queued["content"], queued["ref"]) == ("Second message", "b-1")
     status, out = navi.request("POST", f"/sessions/{sid}/messages", {"content": "Third"})
     assert status == 409 and "already running" in out["detail"]
     status, listing = navi.request("GET", "/sessions?limit=200")
     assert [s["busy"] for s in listing["items"] if s["id"] == sid] == [True]
     events = await a.until("session_sync", timeout=30)
-    assert "error" not in types(events)  # only the sender got the error
+    assert "error" not in types(events)
+    assert types(events).index("steer_accepted") < len(events) - 2 and types(events)[-2] == "stream_end"
+    assert events[-2]["content"] == "Answer to the second message."
     status, detail = navi.request("GET", f"/sessions/{sid}")
-    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["First message"]
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["First message", "Second message"]
     await a.close()
     await b.close()
 

@@ -15,7 +15,6 @@ from asgiref.sync import sync_to_async
 from agent.events import Error, StreamDelta, StreamEnd, ThinkingDelta, ToolCall, ToolStarted
 from sessions_app import bus
 from sessions_app.runs import (
-    BUSY_MESSAGE,
     RunRegistry,
     SessionBusy,
     TurnRequest,
@@ -245,7 +244,7 @@ async def test_a_run_that_ended_without_session_sync_ends_with_one(registry: Run
     await comm.disconnect()
 
 
-async def test_busy_session_refuses_a_second_turn(registry: RunRegistry) -> None:
+async def test_busy_session_refuses_a_second_turn_and_queues_a_message_for_it(registry: RunRegistry) -> None:
     from sessions_app.models import Message
 
     sid, token, uid = await make_session()
@@ -259,11 +258,15 @@ async def test_busy_session_refuses_a_second_turn(registry: RunRegistry) -> None
     await drain(comm)
     await comm.send_json_to({"type": "message", "content": "second"})
     events = await drain(comm)
-    assert events == [{"type": "error", "message": BUSY_MESSAGE}]
+    # Not refused: it waits for the running turn's next step (steering); this scripted turn reads no
+    # queue, so the message comes back when the turn ends.
+    assert [(e["type"], e["content"], e["ref"]) for e in events] == [("steer_queued", "second", None)]
     assert await sync_to_async(Message.objects.filter(session_id=sid).count)() == 0
     assert await run_recall_turn(sid, user_id=uid, content="recall") == "busy"
     gate.set()
     await run.done
+    dropped = [e for e in (await registry.snapshot(sid)).events if e["type"] == "steer_dropped"]
+    assert dropped[0]["items"] == [{"id": events[0]["id"], "content": "second"}] and dropped[0]["reason"] == "ended"
     assert not registry.is_busy(sid)
     await comm.disconnect()
 

@@ -54,12 +54,39 @@ async def test_stop_on_b_stops_the_run_on_a(navi: LiveNavi, navi_b: LiveNavi, fa
     on_b = await _idle(navi_b, sid)
     await on_a.send({"type": "message", "content": "Stream on A, stop from B"})
     await on_b.until("stream_delta")
-    # a message sent to B while A runs is refused too (the lock is in Redis)
+    # a message sent to B while A runs is queued for A's run (the lock and the queue are in Redis)
     await on_b.send({"type": "message", "content": "me too"})
-    assert "already running" in (await on_b.until("error"))[-1]["message"]
+    queued = (await on_b.until("steer_queued"))[-1]
     status, out = await asyncio.to_thread(navi_b.request, "POST", f"/sessions/{sid}/stop")
     assert status == 200 and out == {"ok": True, "stopped": True}
-    assert types(await on_a.until("session_sync", timeout=5))[-2:] == ["stream_stopped", "session_sync"]
-    assert types(await on_b.until("session_sync", timeout=5))[-2:] == ["stream_stopped", "session_sync"]
+    on_a_end = await on_a.until("session_sync", timeout=5)
+    assert types(on_a_end)[-3:] == ["stream_stopped", "steer_dropped", "session_sync"]
+    assert on_a_end[-2]["items"] == [{"id": queued["id"], "content": "me too"}]  # stop gave it back
+    assert types(await on_b.until("session_sync", timeout=5))[-3:] == ["stream_stopped", "steer_dropped", "session_sync"]
+    await on_a.close()
+    await on_b.close()
+
+
+async def test_a_message_sent_to_b_joins_the_run_on_a(navi: LiveNavi, navi_b: LiveNavi, fake_ollama: Any) -> None:
+    sid = _session(navi)
+    fake_ollama.script(text="DIRECT")
+    fake_ollama.script(text=LONG, **SLOW)
+    fake_ollama.script(text="Answered from A.")
+    on_a = await _idle(navi, sid)
+    on_b = await _idle(navi_b, sid)
+    await on_a.send({"type": "message", "content": "Stream on A"})
+    await on_b.until("stream_delta")
+    await on_b.send({"type": "message", "content": "sent to B"})
+    queued = (await on_b.until("steer_queued"))[-1]
+    assert (await on_a.until("steer_queued"))[-1]["id"] == queued["id"]  # every tab, on every process
+    status, detail = await asyncio.to_thread(navi.request, "GET", f"/sessions/{sid}")
+    assert detail["pending_steers"] == [{"id": queued["id"], "content": "sent to B"}]
+    events = await on_a.until("session_sync", timeout=30)
+    accepted = [e for e in events if e["type"] == "steer_accepted"]
+    assert [(e["id"], e["content"]) for e in accepted] == [(queued["id"], "sent to B")]
+    assert events[-2]["type"] == "stream_end" and events[-2]["content"] == "Answered from A."
+    assert "steer_accepted" in types(await on_b.until("session_sync", timeout=30))
+    status, detail = await asyncio.to_thread(navi_b.request, "GET", f"/sessions/{sid}")
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["Stream on A", "sent to B"]
     await on_a.close()
     await on_b.close()

@@ -42,6 +42,21 @@ export function userMessage({ content = "", images = [], files = [], isRecall = 
   return node;
 }
 
+/** A message waiting for the running turn's next step, with "Withdraw". */
+export function pendingMessage({ content, onWithdraw }) {
+  const node = userMessage({ content });
+  node.classList.add("pending-steer");
+  node.setAttribute("aria-label", "Your message, waiting for the next step");
+  const withdraw = el("button", { type: "button", class: "btn btn-small btn-ghost", "data-action": "withdraw" }, "Withdraw");
+  withdraw.addEventListener("click", () => {
+    withdraw.disabled = true;
+    onWithdraw(node);
+  });
+  node.querySelector(".bubble").append(el("div", { class: "steer-state", role: "status" },
+    el("span", {}, "Waiting — Navi reads it at its next step"), withdraw));
+  return node;
+}
+
 export function assistantTurn() {
   const body = el("div", { class: "turn-body" });
   const node = el("article", { class: "msg assistant", "aria-label": "Navi" }, el("div", { class: "avatar", "aria-hidden": "true" }, "N"), body);
