@@ -22,7 +22,7 @@ from telegram.constants import ChatAction, ChatType
 from telegram.error import TelegramError
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
-from telegram_app import services
+from telegram_app import incoming, services
 from telegram_app.render import split_text
 from telegram_app.stream import TurnStreamer, call_with_flood_wait
 
@@ -159,7 +159,9 @@ class NaviBot:
         link = await self._gate(update)
         if link is None or update.message is None:
             return
-        await self._turn(update, link, update.message.text or "")
+        message = update.message
+        await self._turn(update, link, incoming.turn_text(message, message.text or ""),
+                         tainted_by=incoming.taint_of(message))
 
     async def upload(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         link = await self._gate(update)
@@ -189,11 +191,14 @@ class NaviBot:
             await reply(update, exc.message)
             return
         caption = (message.caption or "").strip()
+        taint = incoming.taint_of(message)
         if message.photo:
-            await self._turn(update, link, caption or "Here is a photo.", images=(base64.b64encode(data).decode(),))
+            await self._turn(update, link, incoming.turn_text(message, caption or "Here is a photo."),
+                             images=(base64.b64encode(data).decode(),), tainted_by=taint)
         else:
-            await self._turn(update, link, caption or f"I sent you a file: {stored.original_name}",
-                             files=({"name": stored.original_name, "path": stored.stored_path},))
+            await self._turn(update, link, incoming.turn_text(message, caption or f"I sent you a file: "
+                                                                                  f"{stored.original_name}"),
+                             files=({"name": stored.original_name, "path": stored.stored_path},), tainted_by=taint)
 
     async def unsupported(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if await self._gate(update) is not None:
@@ -214,7 +219,9 @@ class NaviBot:
         await buttons.handle(query, link)
 
     async def _turn(self, update: Update, link: Any, text: str, *, images: tuple[str, ...] = (),
-                    files: tuple[dict[str, Any], ...] = ()) -> None:
+                    files: tuple[dict[str, Any], ...] = (), tainted_by: tuple[str, ...] = ()) -> None:
+        """A turn in the chat's session. ``tainted_by``: untrusted content the message brought in
+        (``incoming.taint_of``): the exfiltration guard asks before outward calls and says why."""
         from sessions_app.runs import SessionBusy, TurnRequest, get_run_registry
 
         chat = update.effective_chat
@@ -227,7 +234,8 @@ class NaviBot:
         role = "staff" if link.user.is_staff else "user"
         try:
             run = await registry.start_turn(TurnRequest(session_id=sid, text=text[:100_000], user_id=link.user_id,
-                                                  user_role=role, images=images, files=files))
+                                                  user_role=role, images=images, files=files,
+                                                  tainted_by=tainted_by))
         except SessionBusy as exc:
             await reply(update, f"{exc.message[0].upper()}{exc.message[1:]} (/stop).")
             return
