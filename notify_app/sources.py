@@ -2,7 +2,11 @@
 
 * a recall run finished (its report's first lines) or failed — ``recall_app.signals``;
 * a long turn (NOTIFY_LONG_TURN_SECONDS) ended while no visible tab showed its session —
-  ``sessions_app.hooks.on_turn_ended`` and ``sessions_app.presence``.
+  ``sessions_app.hooks.on_turn_ended`` and ``sessions_app.presence``;
+* a call waits for approval: a parked recall run always, a live turn's when no visible client
+  (tab, or the Telegram chat that streams it) shows its session — ``approvals_app.signals``. The
+  notification carries ``data["approval_id"]``: Telegram turns it into inline buttons, push and
+  e-mail link to the session, whose replay shows the card.
 
 Each handler runs after the feature's own work is committed, in the thread that did it, and
 never raises into it.
@@ -24,10 +28,12 @@ FAILED_OUTCOMES = frozenset({"error", "interrupted"})
 
 
 def connect() -> None:
+    from approvals_app.signals import approval_created
     from recall_app.signals import recall_run_finished
     from sessions_app.hooks import on_turn_ended
 
     recall_run_finished.connect(on_recall_finished, dispatch_uid="notify_app.recall_finished")
+    approval_created.connect(on_approval_created, dispatch_uid="notify_app.approval_created")
     on_turn_ended(on_long_turn)
 
 
@@ -86,3 +92,34 @@ def on_long_turn(ended: Any) -> None:
     else:
         head, body = f"Navi finished · {title}", first_lines(ended.content)
     notify(user_id=ended.user_id, kind=kinds.LONG_TURN, title=head, body=body, session_id=ended.session_id)
+
+
+def approval_body(approval: Any) -> str:
+    """What the call is, why it asks and what it touches, in a few plain lines."""
+    lines = [f"Navi wants to run {approval.tool}" + (" (in a subagent)" if approval.is_subagent else "") + "."]
+    if approval.reason:
+        lines.append(f"Why it asks: {approval.reason}.")
+    if approval.touches:
+        lines.append(f"Touches: {approval.touches}")
+    if approval.tainted_by:
+        lines.append(f"This turn read {', '.join(list(approval.tainted_by)[:3])}: content from there may be "
+                     "steering this request.")
+    lines.append(f"Waits until {approval.expires_at:%Y-%m-%d %H:%M} UTC; no answer counts as Deny.")
+    return "\n".join(lines)
+
+
+def on_approval_created(sender: Any, *, approval: Any, **_: Any) -> None:
+    """A call waits for its owner. A parked recall run always notifies; a live turn only when no
+    visible client shows its session (someone looking at the card needs no push)."""
+    from sessions_app.presence import watching
+
+    if approval.origin == "recall":
+        kind, head = kinds.RECALL_APPROVAL, "A recall waits for your approval"
+    else:
+        if watching(str(approval.session_id)).visible:
+            return
+        kind, head = kinds.APPROVAL_WAITING, "Navi waits for your approval"
+    title = _session_title(str(approval.session_id))
+    notify(user_id=approval.user_id, kind=kind, title=f"{head} · {approval.tool} · {title}",
+           body=approval_body(approval), session_id=str(approval.session_id),
+           data={"approval_id": str(approval.pk), "tool": approval.tool}, dedupe_key=f"approval:{approval.pk}")

@@ -16,12 +16,13 @@ from notify_app.channels import ChannelStatus, DeliveryFailed, DeliveryGone, Del
 from notify_app.kinds import TELEGRAM
 from notify_app.links import absolute_url
 from notify_app.models import Notification
+from telegram_app import approvals
+from telegram_app.botapi import api_call
 from telegram_app.models import TelegramLink
 from telegram_app.render import MAX_MESSAGE
 
 log = structlog.get_logger(__name__)
 
-TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 
 
 def message_text(notification: Notification) -> str:
@@ -32,16 +33,22 @@ def message_text(notification: Notification) -> str:
     return text[: MAX_MESSAGE - 1]
 
 
-def api_call(method: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """POST one Bot API method; the decoded answer (``ok`` true or false). Raises httpx errors."""
-    url = f"{settings.TELEGRAM_API_URL.rstrip('/')}/bot{settings.TELEGRAM_BOT_TOKEN}/{method}"
-    with httpx.Client(timeout=TIMEOUT) as client:
-        resp = client.post(url, json=payload)
-    try:
-        data = resp.json()
-    except ValueError:
-        data = {"ok": False, "error_code": resp.status_code, "description": resp.text[:200]}
-    return data if isinstance(data, dict) else {"ok": False, "error_code": resp.status_code}
+def approval_message_text(notification: Notification) -> str:
+    """An approval's notification: the title, the card (tool, reason, what it touches, taint) and the link."""
+    text = f"🔔 {notification.title}"
+    if notification.body:
+        text += f"\n\n{notification.body}"
+    text += f"\n\nOr decide in Navi: {absolute_url(notification.url)}"
+    return text[: MAX_MESSAGE - 300]
+
+
+def _approval_of(notification: Notification) -> Any:
+    approval_id = notification.data.get("approval_id") if isinstance(notification.data, dict) else None
+    if not approval_id:
+        return None
+    from approvals_app.models import Approval
+
+    return Approval.objects.select_related("decided_by").filter(pk=approval_id, user=notification.user_id).first()
 
 
 class TelegramChannel:
@@ -59,10 +66,16 @@ class TelegramChannel:
         links = list(TelegramLink.objects.filter(user=user))
         if not links or not settings.TELEGRAM_BOT_TOKEN:
             raise DeliveryGone("no linked Telegram chat")
-        markup = notification.data.get("telegram_markup") if isinstance(notification.data, dict) else None
+        text, markup, approval = message_text(notification), None, _approval_of(notification)
+        if approval is not None:  # an approval's notification is its card: buttons while it waits
+            text = approval_message_text(notification)
+            if approval.status == "pending":
+                markup = approvals.keyboard(str(approval.pk))
+            else:  # decided before this delivery ran: say how it ended instead
+                text = approvals.settled_text(text, approval)
         sent, passing, permanent = 0, [], []
         for link in links:
-            payload: dict[str, Any] = {"chat_id": link.chat_id, "text": message_text(notification),
+            payload: dict[str, Any] = {"chat_id": link.chat_id, "text": text,
                                        "link_preview_options": {"is_disabled": True}}
             if markup:
                 payload["reply_markup"] = markup
@@ -73,6 +86,9 @@ class TelegramChannel:
                 continue
             if answer.get("ok"):
                 sent += 1
+                if markup and approval is not None:
+                    approvals.record(approval_id=str(approval.pk), chat_id=link.chat_id,
+                                     message_id=int(answer["result"]["message_id"]), text=text)
                 continue
             code, why = answer.get("error_code"), str(answer.get("description") or "")
             if code == 403 or (code == 400 and "chat not found" in why.lower()):

@@ -48,3 +48,21 @@ class FailedLinkAttempt(models.Model):
 
     chat_id = models.BigIntegerField(db_index=True)
     at = models.DateTimeField(default=timezone.now)
+
+
+class ApprovalMessage(models.Model):
+    """A chat message that shows an approval card with buttons (telegram_app.approvals): edited to
+    show the outcome when the approval ends, wherever it was decided."""
+
+    approval = models.ForeignKey("approvals_app.Approval", on_delete=models.CASCADE, related_name="+")
+    chat_id = models.BigIntegerField()
+    message_id = models.BigIntegerField()
+    text = models.TextField(help_text="The card as sent (the outcome is added below it).")
+    settled = models.BooleanField(default=False, help_text="Already shows the outcome.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chat_id", "message_id"], name="telegram_approval_message_one")]
+
+    def __str__(self) -> str:
+        return f"approval card {self.approval_id} in chat {self.chat_id}"

@@ -36,6 +36,7 @@ class TurnView:
     text: str = ""
     final: str | None = None
     ending: str = ""  # "⏹ Stopped." / "⚠ <error>"
+    waiting: list[str] = field(default_factory=list)  # approval ids the turn waits for (the card is below)
     done: bool = False
 
     def apply(self, event: dict[str, Any]) -> None:
@@ -52,6 +53,11 @@ class TurnView:
                 self.tools[self.tools.index(pending)] = line
             else:
                 self.tools.append(line)
+        elif kind == "approval_required":
+            self.waiting.append(str(event.get("approval_id")))
+        elif kind == "approval_resolved":
+            if str(event.get("approval_id")) in self.waiting:
+                self.waiting.remove(str(event.get("approval_id")))
         elif kind == "plan_ready":
             steps = [s for s in str(event.get("plan") or "").splitlines() if s.strip()]
             self.plan = f"🗺 Plan: {steps[0].strip()[:200]}" + (f" (+{len(steps) - 1} steps)" if len(steps) > 1 else "") \
@@ -86,6 +92,8 @@ class TurnView:
         parts = ["\n".join(head)] if head else []
         if body.strip():
             parts.append(body.strip())
+        if self.waiting and not self.done:
+            parts.append("⏸ Waiting for your approval (the card below).")
         if self.ending:
             parts.append(self.ending)
         text = "\n\n".join(parts)

@@ -81,6 +81,9 @@ class TurnStreamer:
                             break
                         after = seq
                         self.view.apply(event)
+                        if event.get("type") == "approval_required":
+                            await self.show(final=True)  # the reply so far, then the card below it
+                            await self.card(event)
                         if self.view.done:
                             reading = False
                             break
@@ -96,6 +99,27 @@ class TurnStreamer:
         finally:
             await presence.aleave(self.session_id, client)
         return self.view
+
+    async def card(self, event: dict[str, Any]) -> None:
+        """The turn's approval card: a message of its own with the buttons (``telegram_app.approvals``)."""
+        from channels.db import database_sync_to_async
+        from telegram import InlineKeyboardMarkup
+
+        from telegram_app import approvals
+
+        approval_id = str(event.get("approval_id") or "")
+        text = approvals.card_text(tool=str(event.get("tool") or "a tool"), reason=str(event.get("reason") or ""),
+                                   touches=str(event.get("touches") or ""), tainted_by=event.get("tainted_by") or (),
+                                   expires_at=event.get("expires_at"), is_subagent=bool(event.get("is_subagent")))
+        markup = InlineKeyboardMarkup.de_json(approvals.keyboard(approval_id), self.bot)
+        try:
+            message = await call_with_flood_wait(self.bot.send_message, chat_id=self.chat_id, text=text,
+                                                 reply_markup=markup)
+        except TelegramError as exc:
+            log.warning("telegram_approval_card_not_sent", chat_id=self.chat_id, error=str(exc))
+            return
+        await database_sync_to_async(approvals.record)(approval_id=approval_id, chat_id=self.chat_id,
+                                                       message_id=message.message_id, text=text)
 
     async def show(self, *, final: bool = False) -> bool:
         """Bring the chat up to date with the view, within the edit rate (``final``: now, unless a

@@ -81,6 +81,21 @@ class FakeBotApi:
             extra["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
         self._push({"message": self._user_message(chat_id, **extra)})
 
+    def forward(self, chat_id: int, text: str, *, author: str) -> None:
+        """The user forwards ``author``'s message (Bot API ``forward_origin`` of type "user")."""
+        origin = {"type": "user", "date": int(time.time()) - 60,
+                  "sender_user": {"id": 555000 + len(author), "is_bot": False, "first_name": author}}
+        self._push({"message": self._user_message(chat_id, text=text, forward_origin=origin)})
+
+    def buttons(self, message: BotMessage) -> dict[str, str]:
+        """The inline buttons a message shows now: {label: callback_data}."""
+        rows = (message.reply_markup or {}).get("inline_keyboard") or []
+        return {b["text"]: b["callback_data"] for row in rows for b in row}
+
+    def answers(self) -> list[dict[str, Any]]:
+        """What each button press was answered (answerCallbackQuery), in order."""
+        return [c.params for c in self.calls_of("answerCallbackQuery")]
+
     def send_photo(self, chat_id: int, data: bytes, caption: str = "") -> None:
         file_id = self._file(f"photos/file_{len(self.files)}.jpg", data)
         size = {"file_id": file_id, "file_unique_id": "u" + file_id, "width": 1, "height": 1, "file_size": len(data)}
