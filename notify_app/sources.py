@@ -31,10 +31,12 @@ def connect() -> None:
     from approvals_app.signals import approval_created
     from recall_app.signals import recall_run_finished
     from sessions_app.hooks import on_turn_ended
+    from sessions_app.presence import on_unwatched
 
     recall_run_finished.connect(on_recall_finished, dispatch_uid="notify_app.recall_finished")
     approval_created.connect(on_approval_created, dispatch_uid="notify_app.approval_created")
     on_turn_ended(on_long_turn)
+    on_unwatched(on_session_unwatched)
 
 
 def _session_title(session_id: str) -> str:
@@ -113,11 +115,26 @@ def on_approval_created(sender: Any, *, approval: Any, **_: Any) -> None:
     visible client shows its session (someone looking at the card needs no push)."""
     from sessions_app.presence import watching
 
+    if approval.origin != "recall" and watching(str(approval.session_id)).visible:
+        return
+    _notify_approval(approval)
+
+
+def on_session_unwatched(session_id: str) -> None:
+    """The last visible client of a session hid its page or left: a live approval that was seen
+    when it opened is now waiting unseen (the dedupe key keeps it to one notification)."""
+    from approvals_app.models import Approval
+    from approvals_app.selectors import approvals_of_session
+
+    for approval in approvals_of_session(session_id=session_id, status=Approval.Status.PENDING).filter(
+            origin=Approval.Origin.LIVE).select_related("user", "session")[:5]:
+        _notify_approval(approval)
+
+
+def _notify_approval(approval: Any) -> None:
     if approval.origin == "recall":
         kind, head = kinds.RECALL_APPROVAL, "A recall waits for your approval"
     else:
-        if watching(str(approval.session_id)).visible:
-            return
         kind, head = kinds.APPROVAL_WAITING, "Navi waits for your approval"
     title = _session_title(str(approval.session_id))
     notify(user_id=approval.user_id, kind=kind, title=f"{head} · {approval.tool} · {title}",

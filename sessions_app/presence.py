@@ -5,6 +5,7 @@ it needs no push; an approval in a hidden or closed tab does.
 A client joins with ``ajoin`` (visible unless it says otherwise), reports ``aset_visible`` when
 the page is hidden or shown again (the ``visibility`` frame), refreshes every REFRESH_S while
 connected and leaves on disconnect. ``watching(session_id)`` answers from any thread.
+``on_unwatched(hook)``: called when a client hides or leaves and no visible one is left.
 
 Embedded: a dict in this process. Scale-out: one Redis hash per session
 (``navi:presence:<sid>``, field = client id, value = ``"<0|1>:<expires epoch>"``): an entry
@@ -16,8 +17,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
 
 TTL_S = 90.0
 REFRESH_S = 30.0
@@ -113,10 +119,40 @@ async def _off_loop(fn: Any, *args: Any) -> None:
         await asyncio.to_thread(fn, *args)
 
 
+_unwatched: list[Callable[[str], None]] = []
+
+
+def on_unwatched(hook: Callable[[str], None]) -> None:
+    """``hook(session_id)`` runs (in a thread, may use the ORM) when a client hides its page or leaves
+    and no visible client of the session is left (notify_app: an approval nobody sees any more)."""
+    if hook not in _unwatched:
+        _unwatched.append(hook)
+
+
+def _run_unwatched(session_id: str) -> None:
+    if watching(session_id).visible:
+        return
+    for hook in list(_unwatched):
+        try:
+            hook(session_id)
+        except Exception:  # noqa: BLE001 - a notification must never break a connection's close
+            log.exception("presence_unwatched_hook_failed", session_id=session_id, hook=repr(hook))
+
+
+async def _unwatched_now(session_id: str) -> None:
+    if _unwatched:
+        from channels.db import database_sync_to_async
+
+        await database_sync_to_async(_run_unwatched, thread_sensitive=False)(session_id)
+
+
 async def aset(session_id: str, client_id: str, *, visible: bool) -> None:
     """Join, refresh or report visibility (from async code)."""
     await _off_loop(backend().set, str(session_id), client_id, visible)
+    if not visible:
+        await _unwatched_now(str(session_id))
 
 
 async def aleave(session_id: str, client_id: str) -> None:
     await _off_loop(backend().leave, str(session_id), client_id)
+    await _unwatched_now(str(session_id))

@@ -65,19 +65,43 @@ async def test_a_live_approval_notifies_only_when_no_visible_client_shows_it(rea
 
     session = await sync_to_async(_session)(reachable)
     sid = str(session.id)
-    await presence.aset(sid, "tab-1", visible=True)
+    await presence.aset(sid, "tab-1", visible=False)  # a tab in the background
     try:
-        await sync_to_async(_open)(session, origin="live")
-        assert not await Notification.objects.aexists()  # someone looks at the card
-        await presence.aset(sid, "tab-1", visible=False)  # the tab went to the background
         await sync_to_async(_open)(session, origin="live")
         note = await Notification.objects.aget()
         assert (note.kind, note.title) == (kinds.APPROVAL_WAITING, "Navi waits for your approval · terminal · "
                                                                    "Build watch")
+        await presence.aset(sid, "tab-1", visible=True)
+        await sync_to_async(_open)(session, origin="live")
+        assert await Notification.objects.acount() == 1  # someone looks at this card
     finally:
         await presence.aleave(sid, "tab-1")
-    await sync_to_async(_open)(session, origin="live")  # closed: no client at all
-    assert await Notification.objects.acount() == 2
+    assert await Notification.objects.acount() == 2  # ...until the tab closed with it still waiting
+    await sync_to_async(_open)(session, origin="live")  # no client at all
+    assert await Notification.objects.acount() == 3
+
+
+async def test_an_approval_seen_when_it_opened_notifies_once_its_tab_is_hidden_or_closed(reachable):
+    from asgiref.sync import sync_to_async
+
+    from sessions_app import presence
+
+    session = await sync_to_async(_session)(reachable)
+    sid = str(session.id)
+    await presence.aset(sid, "tab-1", visible=True)
+    await presence.aset(sid, "tab-2", visible=True)
+    try:
+        approval = await sync_to_async(_open)(session, origin="live")
+        await presence.aset(sid, "tab-1", visible=False)
+        assert not await Notification.objects.aexists()  # tab-2 still shows the card
+        await presence.aleave(sid, "tab-2")  # the last visible tab closed
+        note = await Notification.objects.aget()
+        assert (note.kind, note.data["approval_id"]) == (kinds.APPROVAL_WAITING, str(approval.pk))
+        await presence.aleave(sid, "tab-1")
+        assert await Notification.objects.acount() == 1  # the same approval is notified once
+    finally:
+        await presence.aleave(sid, "tab-1")
+        await presence.aleave(sid, "tab-2")
 
 
 def test_the_user_chooses_the_channels_of_approval_notifications(reachable, api, settings):
