@@ -191,6 +191,9 @@ def read_archive(data: bytes, *, what: str = "the archive") -> tuple[Files, str 
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
+    except UnicodeDecodeError:  # the entry is flagged as UTF-8 but its name is not
+        raise SkillFormatError(f"{what} names a file in a way that is not UTF-8 although it says it is; "
+                               "pack it again with another tool") from None
     except (zipfile.BadZipFile, OSError, ValueError):
         raise SkillFormatError(f"{what} is not a zip archive; export a skill as .zip or .skill and upload that") from None
     with archive:
@@ -245,6 +248,9 @@ def _strip_top(raw: Files, what: str) -> tuple[Files, str | None]:
     if SKILL_FILE in raw:
         return raw, None
     tops = {path.split("/", 1)[0] for path in raw}
+    skills = sorted(top for top in tops if f"{top}/{SKILL_FILE}" in raw)
+    if len(skills) > 1:
+        raise SkillFormatError(f"{what} holds {len(skills)} skills ({', '.join(skills)}); upload one skill per archive")
     if len(tops) == 1:
         top = tops.pop()
         inner = {path.split("/", 1)[1]: data for path, data in raw.items() if "/" in path}
