@@ -76,10 +76,12 @@ def _register_routers() -> None:
     from navi_site.health import router as health_router
     from profiles_app.api import router as agents_router
     from sessions_app.api import router as sessions_router
+    from sessions_app.api_export import router as export_router
     from sessions_app.api_search import router as search_router
 
     api.add_router("", health_router)
     api.add_router("/agents", agents_router)
+    api.add_router("/sessions", export_router)  # before the sessions router: /sessions/import is no session id
     api.add_router("/sessions", sessions_router)
     api.add_router("/search", search_router)
     for module in ("memory_app.api", "recall_app.api", "skills_app.api", "notify_app.api", "telegram_app.api",

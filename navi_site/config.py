@@ -171,6 +171,7 @@ VARIABLES: tuple[Var, ...] = (
     Var("SESSION_FILES_DIR", "session_files", _str, "Uploaded files and per-session working directories"),
     Var("SESSION_FILES_MAX_SIZE_MB", "200", _int(1), "Max upload size per file (MB)"),
     Var("SESSION_FILES_TTL_HOURS", "24", _int(1), "Uploaded file retention (hours)"),
+    Var("SESSION_IMPORT_MAX_MB", "20", _int(1), "Largest Navi JSON export that POST /sessions/import accepts (MB)"),
     # Memory and recalls
     Var("MEMORY_IDLE_MINUTES", "30", _int(0), "Sessions idle this long are mined for memory facts"),
     Var("MEMORY_LLM_TIMEOUT", "180", _float(1), "Seconds a memory extraction or summary call may take"),

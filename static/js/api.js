@@ -24,7 +24,7 @@ export async function request(method, path, body) {
   let resp;
   try {
     resp = await fetch(path, {
-      method, headers, credentials: "same-origin", body: body === undefined || form ? body : JSON.stringify(body),
+      method, headers, credentials: "same-origin", body: body === undefined || form || typeof body === "string" ? body : JSON.stringify(body), // a string: JSON already
     });
   } catch {
     throw new ApiError(0, "Cannot reach the Navi server. Check your connection.");
@@ -55,6 +55,10 @@ export const api = {
     return request("GET", `/sessions?${params}`);
   },
   search: (q, { limit = 30 } = {}) => request("GET", `/search?${new URLSearchParams({ q, limit: String(limit) })}`),
+  /** A Navi JSON export file, sent as it is (the server checks it). */
+  async importSession(file) {
+    return request("POST", "/sessions/import", await file.text());
+  },
   createSession: (profileId) => request("POST", "/sessions", profileId ? { profile_id: profileId } : {}),
   getSession(id, { limit = 200, before } = {}) {
     const params = new URLSearchParams({ limit: String(limit) });

@@ -3,6 +3,7 @@
 import { api } from "./api.js";
 import * as chat from "./chat.js";
 import { initComposer, focusInput } from "./composer.js";
+import { initExport } from "./export.js";
 import { initHeader, profileChips } from "./header.js";
 import { initNotifySettings } from "./notify_settings.js";
 import { initRecall } from "./recall.js";
@@ -69,6 +70,7 @@ async function main() {
     filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"), results: $("search-results"),
   });
   initRecall($("recall-banner"));
+  initExport({ menu: $("export-menu"), importButton: $("import-button"), importInput: $("import-input") });
   initNotifySettings($("notify-settings"));
   initComposer({
     form: $("composer"), input: $("composer-input"), sendButton: $("send-button"), stopButton: $("stop-button"),

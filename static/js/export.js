@@ -1,0 +1,39 @@
+// Download the open conversation (GET /sessions/{id}/export) and import a Navi JSON export
+// (POST /sessions/import), which opens as a new conversation.
+
+import { api } from "./api.js";
+import { emit, on, store } from "./store.js";
+import { toast } from "./util.js";
+
+export function initExport({ menu, importButton, importInput }) {
+  const render = () => {
+    const id = store.currentId;
+    menu.hidden = !id;
+    if (!id) menu.open = false;
+    for (const a of menu.querySelectorAll("a[data-format]")) {
+      a.href = id ? `/sessions/${encodeURIComponent(id)}/export?format=${a.dataset.format}` : "#";
+    }
+  };
+  on("change:currentId", render);
+  render();
+  menu.addEventListener("click", (e) => {
+    if (e.target.closest("a[data-format]")) menu.open = false;
+  });
+  document.addEventListener("click", (e) => {
+    if (menu.open && !menu.contains(e.target)) menu.open = false;
+  });
+  importButton.addEventListener("click", () => importInput.click());
+  importInput.addEventListener("change", async () => {
+    const file = importInput.files && importInput.files[0];
+    importInput.value = "";
+    if (!file) return;
+    try {
+      const created = await api.importSession(file);
+      emit("sessions:refresh");
+      window.location.hash = `#${created.session_id}`;
+      toast(`Imported “${created.title || "conversation"}” (${created.messages} messages).`);
+    } catch (err) {
+      toast(err.message, "error");
+    }
+  });
+}

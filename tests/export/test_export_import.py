@@ -1,0 +1,197 @@
+"""Export (Markdown, JSON, HTML; streamed) and import of Navi's own JSON export, in both tiers:
+round trips, ownership, and every kind of bad import refused with nothing created."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from sessions_app import services
+from sessions_app.models import Message, Session
+
+pytestmark = pytest.mark.django_db
+
+PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+def _conversation(owner):
+    session = services.session_create(owner=owner, title="NAS backup ✓")
+    add = services.message_append
+    add(session_id=session.id, role="user", content="Check the **backup** <script>window.x=1</script>",
+        images=[PNG_1PX])
+    add(session_id=session.id, role="assistant", content="1. Look at the log\n2. Report", is_plan=True)
+    add(session_id=session.id, role="assistant", content=None, thinking="I should run ls",
+        tool_calls=[{"id": "c1", "name": "terminal", "arguments": {"command": "ls ```x```"}}])
+    add(session_id=session.id, role="tool", content="backup.tar 02:00\n```not a fence end", name="terminal",
+        tool_call_id="c1")
+    add(session_id=session.id, role="assistant", content="The backup ran at 02:00. [link](javascript:alert(1))")
+    add(session_id=session.id, role="assistant", content="internal note", buffer=Message.Buffer.CONTEXT)
+    return session
+
+
+def _body(resp) -> bytes:
+    return b"".join(resp.streaming_content)
+
+
+def test_json_export_is_the_display_history_with_plan_and_tool_calls(api, user) -> None:
+    session = _conversation(user)
+    resp = api.get(f"/sessions/{session.id}/export?format=json")
+    assert resp.status_code == 200 and resp.streaming
+    assert resp["Content-Type"] == "application/json; charset=utf-8"
+    assert resp["Content-Disposition"] == f'attachment; filename="navi-nas-backup-{str(session.id)[:8]}.json"'
+    doc = json.loads(_body(resp))
+    assert (doc["format"], doc["version"]) == ("navi.session", 1)
+    assert doc["session"]["title"] == "NAS backup ✓" and doc["session"]["id"] == str(session.id)
+    assert doc["plan"] == {"todo": []}
+    assert doc["last_turn"] == {"available": True, "events": []}
+    assert [(m["seq"], m["role"]) for m in doc["messages"]] == [
+        (1, "user"), (2, "assistant"), (3, "assistant"), (4, "tool"), (5, "assistant")]  # not the context-only row
+    assert doc["messages"][1]["is_plan"] is True
+    assert doc["messages"][2]["tool_calls"] == [{"id": "c1", "name": "terminal", "arguments": {"command": "ls ```x```"}}]
+    assert doc["messages"][2]["thinking"] == "I should run ls"
+    assert doc["messages"][3]["name"] == "terminal" and doc["messages"][0]["images"] == [PNG_1PX]
+
+
+def test_markdown_export_reads_as_the_conversation(api, user) -> None:
+    session = _conversation(user)
+    text = _body(api.get(f"/sessions/{session.id}/export?format=md")).decode()
+    assert text.startswith("# NAS backup ✓\n\n*Exported from Navi on ")
+    assert "### You · " in text and "Check the **backup** <script>" in text
+    assert "### Plan · " in text and "1. Look at the log" in text
+    assert "**Tool call** `terminal`\n\n```json\n{\n \"command\": \"ls ```x```\"\n}\n```" not in text  # fence must be longer
+    assert "````json\n{\n \"command\": \"ls ```x```\"\n}\n````" in text
+    assert "**Tool result** `terminal`" in text and "````\nbackup.tar 02:00\n```not a fence end\n````" in text
+    assert "The backup ran at 02:00." in text and "internal note" not in text
+
+
+def test_html_export_is_self_contained_and_inert(api, user) -> None:
+    session = _conversation(user)
+    resp = api.get(f"/sessions/{session.id}/export?format=html")
+    assert resp["Content-Type"] == "text/html; charset=utf-8"
+    html = _body(resp).decode()
+    assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    assert "default-src 'none'; img-src data:" in html
+    assert "<script" not in html and not re.search(r"<[^>]+(?:href|src)=\"\s*javascript:", html)
+    assert "[link](javascript:alert(1))" in html  # an unsafe link stays text
+    assert "&lt;script&gt;window.x=1&lt;/script&gt;" in html
+    assert "<strong>backup</strong>" in html  # Markdown rendered
+    assert f'src="data:image/png;base64,{PNG_1PX}"' in html
+    # No external asset: every src/href is a data: URI or an in-page anchor.
+    assert all(u.startswith(("data:", "#")) for u in re.findall(r'(?:src|href)="([^"]*)"', html))
+    assert "<title>NAS backup ✓ · Navi</title>" in html
+
+
+def test_export_of_another_users_session_is_404(api, other_api, user) -> None:
+    session = _conversation(user)
+    for fmt in ("md", "json", "html"):
+        resp = other_api.get(f"/sessions/{session.id}/export?format={fmt}")
+        assert resp.status_code == 404 and resp.json()["detail"] == f"Session {session.id} not found."
+    assert api.get(f"/sessions/{session.id}/export?format=pdf").status_code == 422
+
+
+def test_json_round_trip_creates_a_new_session(api, user) -> None:
+    session = _conversation(user)
+    raw = _body(api.get(f"/sessions/{session.id}/export?format=json"))
+    resp = api.client.post("/sessions/import", data=raw, content_type="application/json")
+    assert resp.status_code == 201, resp.content
+    body = resp.json()
+    assert body["title"] == "NAS backup ✓" and body["messages"] == 5 and body["session_id"] != str(session.id)
+    new = Session.objects.get(pk=body["session_id"])
+    assert new.owner == user and new.next_seq == 6
+    again = json.loads(_body(api.get(f"/sessions/{new.id}/export?format=json")))
+    before = json.loads(raw)
+    strip = lambda ms: [{k: v for k, v in m.items() if k != "metadata"} for m in ms]  # noqa: E731
+    assert strip(again["messages"]) == strip(before["messages"])
+    assert all(m["metadata"].get("imported") is True for m in again["messages"])
+    # Imported messages are searchable at once.
+    assert {r["session_id"] for r in api.get("/search?q=backup").json()["results"]} == {str(session.id), str(new.id)}
+
+
+def _import(api, raw: bytes | str):
+    return api.client.post("/sessions/import", data=raw, content_type="application/json")
+
+
+def _counts():
+    return Session.objects.count(), Message.objects.count()
+
+
+@pytest.mark.parametrize(("raw", "detail"), [
+    (b"", "The import is empty: send the JSON file of a Navi export (format=json)."),
+    (b"{\"format\": \"navi.session\", ", "The file is not valid JSON"),
+    (b"[1, 2, 3]", "This is not a Navi conversation export (\"format\" is 'list', expected 'navi.session')"),
+    (json.dumps({"format": "chatgpt", "conversations": []}).encode(),
+     "This is not a Navi conversation export (\"format\" is 'chatgpt', expected 'navi.session')"),
+    (json.dumps({"title": "x", "mapping": {}}).encode(),
+     "This is not a Navi conversation export (\"format\" is None, expected 'navi.session')"),
+    (json.dumps({"format": "navi.session", "version": 2, "session": {}, "messages": []}).encode(),
+     "This export has version 2; this Navi imports version 1."),
+    (json.dumps({"format": "navi.session", "version": 1, "session": {"title": "t"},
+                 "messages": [{"role": "user", "content": "ok"}, {"role": "wizard", "content": "x"}]}).encode(),
+     "The export is damaged: messages.1.role: Input should be 'user', 'assistant', 'tool' or 'system'."),
+    (json.dumps({"format": "navi.session", "version": 1, "session": {"title": "t"}}).encode(),
+     "The export is damaged: messages: Field required."),
+    (json.dumps({"format": "navi.session", "version": 1, "session": {"title": "t" * 300}, "messages": []}).encode(),
+     "The export is damaged: session.title: String should have at most 200 characters."),
+])
+def test_bad_imports_are_refused_with_a_clear_message_and_create_nothing(api, user, raw, detail) -> None:
+    _conversation(user)
+    before = _counts()
+    resp = _import(api, raw)
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["detail"].startswith(detail)
+    assert _counts() == before
+
+
+def test_an_oversized_import_is_refused_before_it_is_read(api, user, settings) -> None:
+    settings.SESSION_IMPORT_MAX_MB = 1
+    before = _counts()
+    doc = {"format": "navi.session", "version": 1, "session": {"title": "big"},
+           "messages": [{"role": "user", "content": "x" * 1000}] * 1200}
+    resp = _import(api, json.dumps(doc))
+    assert resp.status_code == 413
+    assert resp.json()["detail"] == ("The file is too large to import (more than 1 MB): split the conversation or "
+                                     "raise SESSION_IMPORT_MAX_MB.")
+    assert _counts() == before
+
+
+def test_a_failure_while_writing_leaves_nothing_half_created(api, user) -> None:
+    """The whole import is one transaction: a row the database refuses undoes the session too."""
+    from django.db import connection
+
+    doc = {"format": "navi.session", "version": 1, "session": {"title": "half"},
+           "messages": [{"role": "user", "content": f"m{i}"} for i in range(1200)]}
+    before = _counts()
+    # A database-level refusal of the 1000th row (past the first bulk batch), whatever the tier.
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("CREATE TRIGGER refuse_m999 BEFORE INSERT ON sessions_app_message "
+                           "WHEN new.content = 'm999' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        else:
+            cursor.execute("ALTER TABLE sessions_app_message ADD CONSTRAINT refuse_m999 CHECK (content <> 'm999')")
+    api.client.raise_request_exception = False
+    resp = _import(api, json.dumps(doc))
+    assert resp.status_code == 500
+    assert _counts() == before
+    assert not Session.objects.filter(title="half").exists()
+
+
+def test_import_needs_authentication(client) -> None:
+    assert client.post("/sessions/import", data=b"{}", content_type="application/json").status_code == 401
+
+
+def test_export_sessions_command_writes_importable_files(user, tmp_path) -> None:
+    from django.core.management import call_command
+
+    session = _conversation(user)
+    services.session_create(owner=user, title="")
+    out = tmp_path / "backup"
+    call_command("export_sessions", user="alice", format="json", out=str(out))
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) == 2 and f"navi-nas-backup-{str(session.id)[:8]}.json" in files
+    doc = json.loads((out / f"navi-nas-backup-{str(session.id)[:8]}.json").read_text())
+    assert [m["seq"] for m in doc["messages"]] == [1, 2, 3, 4, 5]
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        call_command("export_sessions", user="nobody")
