@@ -195,3 +195,30 @@ def test_export_sessions_command_writes_importable_files(user, tmp_path) -> None
 
     with pytest.raises(CommandError, match="No user named 'nobody'"):
         call_command("export_sessions", user="nobody")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_long_export_streams_page_by_page_under_asgi(user) -> None:
+    """Through Django's ASGI handler (what daphne runs) the body is an async iterator that reads
+    and renders one page of messages at a time, never the whole session."""
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    from sessions_app.export.reader import PAGE
+
+    def seed() -> Session:
+        session = services.session_create(owner=user, title="long")
+        Message.objects.bulk_create([Message(session=session, seq=i, role="user", content=f"line {i}")
+                                     for i in range(1, 2 * PAGE + 51)])
+        Session.objects.filter(pk=session.pk).update(next_seq=2 * PAGE + 51)
+        return session
+
+    session = await sync_to_async(seed)()
+    client = AsyncClient()
+    await sync_to_async(client.force_login)(user)
+    resp = await client.get(f"/sessions/{session.id}/export", {"format": "json"})
+    assert resp.status_code == 200 and resp.streaming and resp.is_async
+    chunks = [chunk async for chunk in resp.streaming_content]
+    assert len(chunks) == 1 + 3 + 1  # head, three pages, tail
+    doc = json.loads(b"".join(chunks))
+    assert [m["seq"] for m in doc["messages"]] == list(range(1, 2 * PAGE + 51))
