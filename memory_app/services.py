@@ -172,12 +172,16 @@ def fact_access(*, user_id: int, fact_id: int | str) -> MemoryFact:
     return fact
 
 
-def summary_set(*, user_id: int, text: str, facts_version: str, still_stale: bool = False) -> MemorySummary:
-    """Store a rebuilt summary; ``still_stale`` when the facts changed while it was being written."""
+def summary_set(*, user_id: int, text: str, facts_version: str, still_stale: bool = False,
+                facts_as_of: datetime | None = None) -> MemorySummary:
+    """Store a rebuilt summary; ``still_stale`` when the facts changed while it was being written.
+
+    ``updated_at`` becomes ``facts_as_of`` (when the facts it was built from were read; default now):
+    the memory provider lists the facts updated after it next to the summary."""
     summary, _ = MemorySummary.objects.get_or_create(user_id=user_id)
     summary.text = text
     summary.facts_version = facts_version
-    summary.updated_at = timezone.now()
+    summary.updated_at = facts_as_of or timezone.now()
     summary.stale = still_stale
     summary.save()
     return summary

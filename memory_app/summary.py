@@ -44,7 +44,9 @@ def summary_rebuild(*, user_id: int, force: bool = False) -> MemorySummary | Non
     ``force``. On a model error the old summary stays, still marked stale, and None is returned.
     """
     from django.contrib.auth import get_user_model
+    from django.utils import timezone
 
+    facts_as_of = timezone.now()  # the summary reflects the facts as of now: later ones are listed after it
     if not get_user_model().objects.filter(pk=user_id).exists():
         return None
     facts = list(selectors.fact_list(user_id=user_id))
@@ -56,7 +58,7 @@ def summary_rebuild(*, user_id: int, force: bool = False) -> MemorySummary | Non
             current.save(update_fields=["stale"])
         return current
     if not facts:
-        return services.summary_set(user_id=user_id, text="", facts_version=version)
+        return services.summary_set(user_id=user_id, text="", facts_version=version, facts_as_of=facts_as_of)
     messages = [
         ChatMessage(role="system", content=prompts.SUMMARY_SYSTEM),
         ChatMessage(role="user", content=_facts_text(facts)),
@@ -68,7 +70,8 @@ def summary_rebuild(*, user_id: int, force: bool = False) -> MemorySummary | Non
         return None
     still_stale = selectors.facts_fingerprint(list(selectors.fact_list(user_id=user_id))) != version
     summary = services.summary_set(
-        user_id=user_id, text=text.strip()[:MAX_SUMMARY_CHARS], facts_version=version, still_stale=still_stale
+        user_id=user_id, text=text.strip()[:MAX_SUMMARY_CHARS], facts_version=version, still_stale=still_stale,
+        facts_as_of=facts_as_of,
     )
     log.info("memory_summary_rebuilt", user_id=user_id, facts=len(facts), chars=len(summary.text))
     return summary
