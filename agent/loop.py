@@ -42,6 +42,7 @@ from agent.decide import (
     parse_decision,
 )
 from agent.decide import repair_note as decision_repair_note
+from agent.domains import PROFILES, TOOLS, close_domains
 from agent.events import (
     AgentEvent,
     ContextCompressed,
@@ -269,6 +270,7 @@ class Agent:
                           off=frozenset(turn.profile.local_model_aids_off))
         # Decided once a turn: the same kind of request every step keeps a server's prompt cache.
         state.constrained = await self._constrained(turn, model)
+        profile_ids = await _profile_ids()  # a closed domain of tool parameters (agent.domains)
         for iteration in range(1, turn.profile.max_iterations + 1):
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
@@ -279,7 +281,7 @@ class Agent:
             names = self._tool_names(registry, turn)
             allow = bool(names) and not state.force_answer
             todo = _read_todo(turn.session_id)
-            plan = self._tool_plan(registry, turn, names)
+            plan = self._tool_plan(registry, turn, names, {PROFILES: profile_ids, TOOLS: names})
             messages = (self._context(turn) + mech.injections(iteration, todo)
                         + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
@@ -401,11 +403,14 @@ class Agent:
             return False  # the request itself will say what is wrong
         return not caps.tools
 
-    def _tool_plan(self, registry: Any, turn: Turn, names: list[str]) -> ToolPlan:
-        """The tools of this request within the profile's prompt budget (agent.toolplan)."""
+    def _tool_plan(self, registry: Any, turn: Turn, names: list[str],
+                   domains: dict[str, list[str]] | None = None) -> ToolPlan:
+        """The tools of this request within the profile's prompt budget (agent.toolplan), their closed
+        parameters (agent.domains) as enums."""
         budget = int(turn.profile.prompt_budget_tokens or 0)
         order = {name: i for i, name in enumerate(names)}  # the profile's order: under a budget, the first stay
-        schemas = sorted(registry.schemas(names), key=lambda s: order.get(s["function"]["name"], len(order)))
+        schemas = sorted(close_domains(registry.schemas(names), domains or {}),
+                         key=lambda s: order.get(s["function"]["name"], len(order)))
         fixed = estimate_tokens(self.builder.system_prompt(turn.profile, persona=settings.NAVI_PERSONA,
                                                            subagent=turn.subagent)) + 40
         finder = registry.schemas([FIND_TOOLS]) if FIND_TOOLS not in names else []

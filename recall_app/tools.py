@@ -7,6 +7,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from agent.ctx import current_session_id, current_user_id
+from agent.domains import DOMAIN_KEY, TOOLS
 from navi_site.errors import NaviError
 from recall_app import services
 from recall_app.models import Recall
@@ -83,7 +84,7 @@ class ScheduleRecallTool(Tool):
             "on_approval": {"type": "string", "enum": ["deny", "park"], "description": "A step that needs the "
                             "user's approval (shell, SSH, code, posting data): 'deny' (default) skips it, 'park' "
                             "waits for the user to approve. Use 'park' only if the user asked for such steps."},
-            "allowed_tools": {"type": "array", "items": {"type": "string"}, "description": "Optional: the only "
+            "allowed_tools": {"type": "array", "items": {"type": "string", DOMAIN_KEY: TOOLS}, "description": "Optional: the only "
                               "tools the run may use (default: this profile's tools that need no approval)."},
             "max_iterations": {"type": "integer", "minimum": 1, "description": "Optional cap on steps per run."},
             "max_seconds": {"type": "integer", "minimum": 10, "description": "Optional cap on seconds of work per run."},

@@ -6,6 +6,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from agent import ctx, ports
+from agent.domains import DOMAIN_KEY, PROFILES
 from agent.events import ProfileSwitched
 from agent.profiles import ProfileNotFound, aload_profile
 from tools_app.base import Tool, ToolError, ToolResult
@@ -25,7 +26,8 @@ class SpawnAgentTool(Tool):
         "type": "object",
         "properties": {
             "task": {"type": "string", "minLength": 1, "description": "Complete instruction for the subagent."},
-            "profile_id": {"type": "string", "description": "Profile for the subagent (optional)."},
+            "profile_id": {"type": "string", "description": "Profile for the subagent (optional).",
+                           DOMAIN_KEY: PROFILES},
         },
         "required": ["task"],
         "additionalProperties": False,
@@ -62,7 +64,8 @@ class SwitchProfileTool(Tool):
     )
     parameters = {
         "type": "object",
-        "properties": {"profile_id": {"type": "string", "minLength": 1, "description": "Target profile id."}},
+        "properties": {"profile_id": {"type": "string", "minLength": 1, "description": "Target profile id.",
+                                      DOMAIN_KEY: PROFILES}},
         "required": ["profile_id"],
         "additionalProperties": False,
     }

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.conf import settings
 
+from agent.domains import TOOLS, close_domains
 from tools_app.base import Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -226,7 +227,8 @@ class FindToolsTool(RegistryTool):
         if not found:
             unknown = f" ({', '.join(map(repr, wanted))} not among them)" if wanted else ""
             raise ToolError(f"no tool matches{unknown}; the tools of this profile are: {', '.join(offered)}")
-        definitions = [json.dumps(s["function"], ensure_ascii=False) for s in self.registry.schemas(found)]
+        definitions = [json.dumps(s["function"], ensure_ascii=False)
+                       for s in close_domains(self.registry.schemas(found), {TOOLS: offered})]
         return ToolResult(success=True, output="You can call these tools now:\n" + "\n".join(definitions),
                           metadata={"loaded_tools": found})
 
