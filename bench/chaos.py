@@ -6,7 +6,8 @@ Each run: a new session; the (fake) model calls ``mark_and_wait`` (appends the s
 side_effects.log, then waits 0.2-1.5 s), then streams a ~1.5 s answer. After a random 0.2-4 s the
 server gets SIGKILL, is started again on the same data, and the session's history is read back.
 
-Reported: runs, kills (mid-turn / after the turn had ended), losses — a user message missing, a
+Reported: runs, kills (mid-turn / after the turn had ended / before the client saw any work: the
+message may not have reached the server, so its absence is no loss), losses — a user message missing, a
 tool result the client saw but the history lacks, an answer the client saw end but not saved, or
 a saved partial answer shorter than what the client had minus ~1 s of streaming (must be 0) —,
 duplicated side effects (a tool run twice for one call; must be 0), turns left unmarked (a cut
@@ -48,13 +49,15 @@ async def one_run(live: Any, fake: Any, tmp: Path, rng: random.Random, stats: di
     ws = await Client.open(live.ws_url(sid))
     await ws.recv()  # session_sync
     await ws.send({"type": "message", "content": "Mark it, then tell me how the story ends"})
-    seen: dict[str, Any] = {"text": "", "tool_results": 0, "ended": False}
+    seen: dict[str, Any] = {"text": "", "tool_results": 0, "ended": False, "working": False}
     kill_at = time.monotonic() + rng.uniform(0.2, 4.0)
     while time.monotonic() < kill_at:
         try:
             event = await ws.recv(max(0.01, kill_at - time.monotonic()))
         except Exception:  # noqa: BLE001 - the timeout: time to kill
             break
+        if event["type"] in ("stream_delta", "tool_started", "thinking", "plan"):
+            seen["working"] = True  # the agent saved the user message before doing anything
         if event["type"] == "stream_delta":
             seen["text"] += event["delta"]
         elif event["type"] == "tool_call" and event.get("result"):
@@ -67,7 +70,8 @@ async def one_run(live: Any, fake: Any, tmp: Path, rng: random.Random, stats: di
     await asyncio.to_thread(restart_server, live, tmp)
     stats["restart_s"].append(time.monotonic() - started)
     stats["runs"] += 1
-    stats["kills_mid_turn" if not seen["ended"] else "kills_after_turn"] += 1
+    stats["kills_after_turn" if seen["ended"] else "kills_mid_turn" if seen["working"]
+          else "kills_before_work_seen"] += 1
     status, detail = live.request("GET", f"/sessions/{sid}")
     messages = detail["messages"]
     users = [m for m in messages if m["role"] == "user"]
@@ -75,7 +79,7 @@ async def one_run(live: Any, fake: Any, tmp: Path, rng: random.Random, stats: di
     answers = [m for m in messages if m["role"] == "assistant" and not m.get("tool_calls")]
     saved = answers[-1]["content"] if answers else ""
     lost = []
-    if len(users) != 1:
+    if len(users) > 1 or (seen["working"] and not users):  # unseen work: it may not have reached the server
         lost.append("user message")
     if seen["tool_results"] > len(tools):
         lost.append("tool result")
@@ -118,7 +122,7 @@ async def main() -> None:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)  # noqa: ASYNC221
     live = start_live_navi(tmp, {"OLLAMA_HOST": fake.url, "OPENAI_BASE_URL": fake.url + "/v1"}, tier=args.tier)
     rng = random.Random(args.seed)
-    stats: dict[str, Any] = {"runs": 0, "kills_mid_turn": 0, "kills_after_turn": 0, "losses": 0, "unmarked": 0,
+    stats: dict[str, Any] = {"runs": 0, "kills_mid_turn": 0, "kills_after_turn": 0, "kills_before_work_seen": 0, "losses": 0, "unmarked": 0,
                              "duplicated_side_effects": 0, "restart_s": [], "loss_detail": []}
     try:
         for _ in range(args.runs):
