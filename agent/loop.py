@@ -61,7 +61,7 @@ from agent.llm.registry import get_backend
 from agent.mechanics import Mechanics
 from agent.planner import make_plan
 from agent.profiles import ProfileSpec, aload_profile
-from agent.store import SessionNotFound, SessionStore, repair_context
+from agent.store import SessionNotFound, SessionState, SessionStore, repair_context
 from agent.stream_guard import iter_stream_guarded
 from agent.streaming import StreamedCall
 from agent.toolplan import FIND_TOOLS, ToolPlan, estimate_tokens, loaded_tools, plan_tools
@@ -122,7 +122,7 @@ class Agent:
             except SessionNotFound as exc:
                 yield Error(message=str(exc))
                 return
-            profile = _capped(await aload_profile(state.profile_id), rules)
+            profile = _capped(_session_model(await aload_profile(state.profile_id), state), rules)
             role = user_role or ("staff" if state.owner_is_staff else "user")
             self._set_context(str(session_id), stop_event, user_id or state.owner_id, role, state.owner_info, profile)
             content = _with_files(user_message, files)
@@ -191,7 +191,8 @@ class Agent:
             if profile_id:
                 profile = await aload_profile(profile_id)
             elif parent_session_id and not str(parent_session_id).startswith("subagent_"):
-                profile = await aload_profile((await self.store.load(parent_session_id)).profile_id)
+                parent = await self.store.load(parent_session_id)
+                profile = _session_model(await aload_profile(parent.profile_id), parent)
             elif parent_profile is not None:
                 profile = parent_profile
             else:
@@ -604,6 +605,13 @@ class Agent:
 # ---------------------------------------------------------------------- helpers
 def _model(profile: ProfileSpec) -> str:
     return profile.model or str(settings.OLLAMA_DEFAULT_MODEL)
+
+
+def _session_model(profile: ProfileSpec, state: SessionState) -> ProfileSpec:
+    """The profile with the model chosen for this session (the chat's model picker), if one was."""
+    if not state.model:
+        return profile
+    return dataclasses.replace(profile, model=state.model, llm_backend=state.model_backend or profile.llm_backend)
 
 
 def _capped(profile: ProfileSpec, rules: gate.RunRules | None) -> ProfileSpec:

@@ -26,6 +26,9 @@ class SessionState:
     profile_id: str
     context: list[StoredMessage]
     context_token_count: int
+    # The model chosen for this session (the chat's model picker) and its backend; "" = the profile's.
+    model: str = ""
+    model_backend: str = ""
 
 
 class SessionNotFound(LookupError):

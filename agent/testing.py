@@ -36,6 +36,8 @@ class _Session:
     rows: list[tuple[int, str, ChatMessage]] = field(default_factory=list)  # (seq, buffer, message)
     token_count: int = 0
     interrupted_runs: list[str] = field(default_factory=list)
+    model: str = ""
+    model_backend: str = ""
 
 
 class MemorySessionStore:
@@ -49,6 +51,11 @@ class MemorySessionStore:
         session_id = uuid.uuid4().hex
         self._sessions[session_id] = _Session(profile_id, owner_id, owner_is_staff)
         return session_id
+
+    def set_model(self, session_id: str, model: str, backend: str = "") -> None:
+        """The session's own model (as the chat's model picker sets it)."""
+        s = self._get(session_id)
+        s.model, s.model_backend = model, backend
 
     def _get(self, session_id: str) -> _Session:
         try:
@@ -69,7 +76,8 @@ class MemorySessionStore:
         s = self._get(session_id)
         context = [StoredMessage(seq=seq, message=m) for seq, buffer, m in s.rows if buffer in ("both", "context")]
         return SessionState(id=session_id, owner_id=s.owner_id, owner_is_staff=s.owner_is_staff, owner_info={},
-                            profile_id=s.profile_id, context=context, context_token_count=s.token_count)
+                            profile_id=s.profile_id, context=context, context_token_count=s.token_count,
+                            model=s.model, model_backend=s.model_backend)
 
     async def append(self, session_id: str, message: ChatMessage, *, run_id: str, buffer: str = "both") -> int:
         self._seq += 1

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class LocalModelsConfig(AppConfig):
-    """`manage.py real_model`: a small model server on this machine (no models of its own)."""
+    """The model servers' models and pulls, a session's model, and `manage.py real_model`."""
 
     name = "local_models"
-    verbose_name = "Local model server"
+    verbose_name = "Model servers"

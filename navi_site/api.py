@@ -85,7 +85,7 @@ def _register_routers() -> None:
     api.add_router("/sessions", sessions_router)
     api.add_router("/search", search_router)
     for module in ("memory_app.api", "recall_app.api", "skills_app.api", "notify_app.api", "telegram_app.api",
-                   "approvals_app.api"):
+                   "approvals_app.api", "local_models.api"):
         try:
             mod = __import__(module, fromlist=["router"])
         except ModuleNotFoundError:

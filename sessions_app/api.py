@@ -52,6 +52,7 @@ def session_out(session: Session, **extra: Any) -> dict[str, Any]:
         "created_at": session.created_at,
         "last_active": session.last_active,
         "context_token_count": session.context_token_count,
+        **selectors.session_model(session),
         **extra,
     }
 

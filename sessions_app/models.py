@@ -19,6 +19,10 @@ class Session(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_active = models.DateTimeField(default=timezone.now)
     context_token_count = models.PositiveIntegerField(default=0)
+    # The model chosen in the chat's model picker and the backend that serves it ("ollama", "openai");
+    # empty: the profile's model (local_models.choice).
+    model = models.CharField(max_length=200, blank=True, default="")
+    model_backend = models.CharField(max_length=20, blank=True, default="")
     # Next Message.seq: appending is O(1) whatever the session's length.
     next_seq = models.PositiveBigIntegerField(default=1)
 

@@ -52,6 +52,9 @@ class SessionDetailOut(SessionOut):
     max_context_tokens: int
     pending_steers: list[dict[str, Any]] = Field(default_factory=list,
                                                  description="Messages waiting for the running turn: [{id, content}]")
+    model: str = Field(default="", description="The model this session's turns use (see model_source)")
+    model_backend: str = ""
+    model_source: str = Field(default="profile", description="session (chosen in the picker), profile or default")
 
 
 class PinIn(Schema):

@@ -19,6 +19,21 @@ def session_list(*, user: Any, q: str = "") -> QuerySet[Session]:
     return qs.order_by("-pinned", "-last_active")
 
 
+def session_model(session: Session) -> dict[str, str]:
+    """The model the session's turns use: the one chosen for it (the chat's model picker), else its
+    profile's, else OLLAMA_DEFAULT_MODEL. ``model_source`` says which ("session", "profile", "default")."""
+    from django.conf import settings
+
+    if session.model:
+        return {"model": session.model, "model_backend": session.model_backend or session.profile.llm_backend,
+                "model_source": "session"}
+    profile = session.profile
+    if profile.model:
+        return {"model": profile.model, "model_backend": profile.llm_backend or "ollama", "model_source": "profile"}
+    return {"model": str(settings.OLLAMA_DEFAULT_MODEL), "model_backend": profile.llm_backend or "ollama",
+            "model_source": "default"}
+
+
 def display_messages(*, session: Session) -> QuerySet[Message]:
     """The display history, oldest first (index message_session_seq)."""
     return Message.objects.filter(session=session, buffer__in=DISPLAY).order_by("seq")

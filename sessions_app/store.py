@@ -83,6 +83,8 @@ class DjangoSessionStore:
             profile_id=session.profile_id,
             context=self._context(str(session.id), int(session.next_seq)),
             context_token_count=session.context_token_count,
+            model=session.model,
+            model_backend=session.model_backend,
         )
 
     def _context(self, session_id: str, next_seq: int) -> list[StoredMessage]:

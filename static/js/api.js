@@ -7,7 +7,7 @@ export class ApiError extends Error {
   }
 }
 
-function csrfToken() {
+export function csrfToken() {
   const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
   return match ? decodeURIComponent(match[1]) : "";
 }

@@ -5,6 +5,7 @@ import * as chat from "./chat.js";
 import { initComposer, focusInput } from "./composer.js";
 import { initExport } from "./export.js";
 import { initHeader, profileChips } from "./header.js";
+import { initModels } from "./models.js";
 import { initNotifySettings } from "./notify_settings.js";
 import { initRecall } from "./recall.js";
 import { initSidebar, refresh as refreshSessions, toggleDrawer } from "./sidebar.js";
@@ -65,6 +66,7 @@ async function main() {
     title: $("chat-title"), profile: $("chat-profile"), conn: $("conn"), connText: $("conn-text"),
     meter: $("context-meter"), meterFill: $("context-fill"), meterText: $("context-text"),
   });
+  initModels({ button: $("model-button"), label: $("model-label"), menu: $("model-menu") });
   initSidebar({
     list: $("session-list"), emptyNote: $("sessions-empty"), search: $("session-search"),
     filter: $("recall-filter"), menuButton: $("menu-button"), scrim: $("scrim"), results: $("search-results"),

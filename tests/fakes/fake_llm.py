@@ -4,8 +4,8 @@ It runs in a background thread with its own event loop, speaks just enough
 HTTP/1.1 (one request per connection, ``Connection: close``, chunked streaming
 with a flush per chunk) and can hang, stall, drop connections and send broken
 lines. Endpoints: ``/api/chat`` (NDJSON, or one JSON object for
-``stream: false``), ``/api/show``, ``/api/tags``, ``/api/version``,
-``/v1/chat/completions`` (SSE) and ``/v1/models``.
+``stream: false``), ``/api/show``, ``/api/tags``, ``/api/version``, ``/api/pull`` (scriptable
+NDJSON progress and errors, see ``script_pull``), ``/v1/chat/completions`` (SSE) and ``/v1/models``.
 
     fake.script(thinking="hm", text="Hi!", eval_count=3)
     backend = OllamaBackend(fake.url)
@@ -15,6 +15,7 @@ lines. Endpoints: ``/api/chat`` (NDJSON, or one JSON object for
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
@@ -29,6 +30,23 @@ from tests.fakes.wire import Reply
 
 DEFAULT_CAPABILITIES = ("completion", "tools", "thinking")
 HEAD_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullScript:
+    """How ``/api/pull`` answers for one model (Ollama's NDJSON lines).
+
+    ``layers``: (digest, bytes) per layer, reported in ``steps`` increments each, ``delay`` seconds apart;
+    ``error`` ends the stream with ``{"error": …}`` after ``error_after`` progress lines (HTTP 200, as
+    Ollama does once streaming started); ``http_status`` != 200 refuses the request outright.
+    On success the model joins ``known_models`` (when that is a set) with the total size."""
+
+    layers: tuple[tuple[str, int], ...] = (("sha256:" + "a" * 64, 2_000_000_000), ("sha256:" + "b" * 64, 12_000))
+    steps: int = 4
+    delay: float = 0.0
+    error: str | None = None
+    error_after: int = 0
+    http_status: int = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +121,11 @@ class FakeLLMServer:
         self.closed_by_client = 0
         self.completed_streams = 0
         self.dropped_by_server = 0
+        # /api/tags details per model (size in bytes, parameter_size, quantization_level, family).
+        self.model_details: dict[str, dict[str, Any]] = {}
+        self.pull_scripts: dict[str, PullScript] = {}
+        self.pulls_cancelled = 0  # the client closed the connection mid-pull
+        self.pulls_finished = 0
 
     def script(self, **fields: Any) -> Reply:
         """Queue one reply (FIFO); fields as in ``tests.fakes.wire.Reply``."""
@@ -133,6 +156,24 @@ class FakeLLMServer:
         if isinstance(rf, dict) and isinstance(rf.get("schema"), dict):
             return rf["schema"]
         return None
+
+    def add_model(self, name: str, *, size: int = 1, parameter_size: str = "", quantization: str = "",
+                  family: str = "fake", capabilities: list[str] | None = None) -> None:
+        """Make ``name`` a pulled model (``known_models`` becomes a set if it was None)."""
+        if self.known_models is None:
+            self.known_models = set()
+        self.known_models.add(name)
+        self.model_details[name] = {"size": size, "parameter_size": parameter_size,
+                                    "quantization_level": quantization, "family": family}
+        if capabilities is not None:
+            self.set_capabilities(name, capabilities)
+
+    def script_pull(self, model: str, **fields: Any) -> PullScript:
+        """How ``/api/pull`` answers for ``model``; an unscripted model is "file does not exist", like Ollama."""
+        if "layers" in fields:
+            fields["layers"] = tuple(tuple(layer) for layer in fields["layers"])
+        script = self.pull_scripts[model] = PullScript(**fields)
+        return script
 
     def set_capabilities(self, model: str, capabilities: list[str]) -> None:
         """What ``/api/show`` reports for ``model``; the chat endpoint then rejects tools/think like Ollama."""
@@ -188,6 +229,8 @@ class FakeLLMServer:
             await _send_json(writer, 200, self._model_list(request.path))
         elif request.path == "/api/show":
             await self._show(writer, body)
+        elif request.path == "/api/pull":
+            await self._pull(body, reader, writer, generation)
         elif request.path in ("/api/chat", "/v1/chat/completions"):
             await self._chat(request.path == "/api/chat", body, reader, writer, generation)
         else:
@@ -196,8 +239,18 @@ class FakeLLMServer:
     def _model_list(self, path: str) -> dict[str, Any]:
         names = sorted(self.known_models or {"fake-model"})
         if path == "/v1/models":
-            return {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
-        return {"models": [{"name": n, "model": n, "size": 1, "details": {"family": "fake"}} for n in names]}
+            return {"object": "list", "data": [{"id": n, "object": "model", "created": 1700000000,
+                                                "owned_by": "fake"} for n in names]}
+        return {"models": [self._tag(n) for n in names]}
+
+    def _tag(self, name: str) -> dict[str, Any]:
+        d = self.model_details.get(name, {})
+        return {"name": name, "model": name, "modified_at": "2026-01-02T03:04:05.000000Z", "size": d.get("size", 1),
+                # Another build of a model (other size or capabilities) has another digest, as in Ollama.
+                "digest": hashlib.sha256(repr((name, d.get("size", 1), self.capabilities.get(name))).encode()).hexdigest(),
+                "details": {"parent_model": "", "format": "gguf", "family": d.get("family", "fake"),
+                            "families": [d.get("family", "fake")], "parameter_size": d.get("parameter_size", ""),
+                            "quantization_level": d.get("quantization_level", "")}}
 
     def _missing(self, model: str) -> bool:
         return self.known_models is not None and model not in self.known_models
@@ -208,7 +261,51 @@ class FakeLLMServer:
             await _send_json(writer, 404, {"error": f"model '{model}' not found"})
             return
         caps = self.capabilities.get(model, self.default_capabilities)
-        await _send_json(writer, 200, {"capabilities": caps, "details": {"family": "fake"}, "modelfile": ""})
+        await _send_json(writer, 200, {"capabilities": caps, "details": self._tag(model)["details"], "modelfile": "",
+                                       "model_info": {"general.architecture": "fake"}})
+
+    async def _pull(self, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    generation: int) -> None:
+        model = str(body.get("model") or body.get("name") or "")
+        script = self.pull_scripts.get(model)
+        if script is None:
+            script = PullScript(layers=(), error="pull model manifest: file does not exist")
+        if script.http_status != 200:
+            await _send_json(writer, script.http_status, {"error": script.error or HTTPStatus(script.http_status).phrase})
+            return
+        lines: list[dict[str, Any]] = [{"status": "pulling manifest"}]
+        for digest, total in script.layers:
+            lines.append({"status": f"pulling {digest[7:19]}", "digest": digest, "total": total})
+            for step in range(1, script.steps + 1):
+                lines.append({"status": f"pulling {digest[7:19]}", "digest": digest, "total": total,
+                              "completed": total * step // script.steps})
+        if script.error is not None:
+            lines = [*lines[: 1 + script.error_after], {"error": script.error}]
+        else:
+            lines += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}, {"status": "success"}]
+        watcher = asyncio.ensure_future(reader.read(1))
+        try:
+            writer.write(_head(200, "application/x-ndjson", chunked=True))
+            await writer.drain()
+            for n, line in enumerate(lines):
+                if n and script.delay and await _gone(watcher, script.delay):
+                    self._count(generation, "pulls_cancelled", 1)
+                    return
+                piece = json.dumps(line).encode() + b"\n"
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                await writer.drain()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        except ConnectionError:
+            self._count(generation, "pulls_cancelled", 1)
+            return
+        finally:
+            watcher.cancel()
+        self._count(generation, "pulls_finished", 1)
+        if script.error is None and generation == self._generation:
+            if self.known_models is not None:
+                self.known_models.add(model)
+            self.model_details.setdefault(model, {"size": sum(t for _, t in script.layers)})
 
     def _rejection(self, model: str, body: dict[str, Any], ollama: bool) -> str | None:
         caps = self.capabilities.get(model, self.default_capabilities)
