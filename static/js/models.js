@@ -45,6 +45,7 @@ function renderButton() {
   els.label.textContent = cur.model;
   const from = cur.model_source === "session" ? "chosen for this chat" : "the profile's model";
   els.button.title = `Model: ${cur.model} (${SERVER_NAMES[cur.model_backend] || cur.model_backend}, ${from}). Change it`;
+  els.button.setAttribute("aria-label", els.button.title);
   els.button.dataset.source = cur.model_source;
 }
 
