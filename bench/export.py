@@ -8,7 +8,8 @@ Seeds two sessions (``--small`` and ``--large`` messages: user and assistant tex
 characters, every 5th message a 2 000-character tool result with a tool call before it), then
 streams each format through GET /sessions/{id}/export on Django's ASGI handler (AsyncClient: the
 same async iterator daphne consumes), reading the body chunk by chunk and dropping it. Printed per
-size and format: seconds (best of ``--rounds``), bytes, and the tracemalloc peak of the export; the
+size and format: seconds of wall and of CPU time (best of ``--rounds``; the process's CPU, threads included:
+on a shared machine the wall time also counts waiting for a core), bytes, and the tracemalloc peak of the export; the
 process's peak RSS growth over the whole run. Flat memory = the peak does not grow with the session.
 """
 from __future__ import annotations
@@ -53,18 +54,21 @@ def seed(owner: object, n: int, rng: random.Random) -> object:
     return session
 
 
-async def export_once(client: object, session_id: str, fmt: str) -> tuple[float, int, int]:
-    tracemalloc.start()
-    start = time.perf_counter()
+async def export_once(client: object, session_id: str, fmt: str, *, trace: bool) -> tuple[float, int, int, float]:
+    if trace:  # tracemalloc slows Python down severalfold: memory and time are measured in separate runs
+        tracemalloc.start()
+    start, cpu = time.perf_counter(), time.process_time()
     resp = await client.get(f"/sessions/{session_id}/export", {"format": fmt})  # type: ignore[attr-defined]
     assert resp.status_code == 200, resp.status_code
     size = 0
     async for chunk in resp.streaming_content:
         size += len(chunk)
-    elapsed = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return elapsed, size, peak
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = 0
+    if trace:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return elapsed, size, peak, cpu
 
 
 def main() -> None:
@@ -93,16 +97,18 @@ def main() -> None:
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     client = AsyncClient()
     client.force_login(user)
+    for _ in range(2):  # warm up: first imports, the ORM's and the renderers' caches
+        asyncio.run(export_once(client, str(sessions[args.small].id), "json", trace=False))
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"{connection.vendor}: export through the ASGI handler (best of {args.rounds})\n")
-    print(f"{'messages':>8} {'format':<6} {'seconds':>8} {'MB out':>8} {'peak MB (tracemalloc)':>22}")
+    print(f"{'messages':>8} {'format':<6} {'seconds':>8} {'CPU s':>8} {'MB out':>8} {'peak MB (tracemalloc)':>22}")
     peaks: dict[tuple[int, str], int] = {}
     for n, session in sessions.items():
         for fmt in ("json", "md", "html"):
-            runs = [asyncio.run(export_once(client, str(session.id), fmt)) for _ in range(args.rounds)]
-            best = min(r[0] for r in runs)
-            peaks[(n, fmt)] = max(r[2] for r in runs)
-            print(f"{n:>8} {fmt:<6} {best:8.3f} {runs[0][1] / 1e6:8.2f} {peaks[(n, fmt)] / 1e6:22.2f}")
+            runs = [asyncio.run(export_once(client, str(session.id), fmt, trace=False)) for _ in range(args.rounds)]
+            best, cpu = min(r[0] for r in runs), min(r[3] for r in runs)
+            peaks[(n, fmt)] = asyncio.run(export_once(client, str(session.id), fmt, trace=True))[2]
+            print(f"{n:>8} {fmt:<6} {best:8.3f} {cpu:8.3f} {runs[0][1] / 1e6:8.2f} {peaks[(n, fmt)] / 1e6:22.2f}")
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"\npeak RSS grew by {(rss1 - rss0) / 1024:.1f} MB over all exports")
     for fmt in ("json", "md", "html"):

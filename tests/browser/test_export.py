@@ -56,6 +56,6 @@ def test_download_the_conversation_and_import_it_again(watched: Watched, browser
     page.set_input_files("#import-input", str(json_path))
     expect(page.locator(".toast")).to_contain_text("Imported “Export me” (2 messages).")
     page.wait_for_function(f"() => window.__navi.store.currentId && window.__navi.store.currentId !== '{sid}'")
-    expect(page.locator("#messages .msg.user")).to_contain_text("What is the capital of Portugal?")
+    expect(page.locator("#messages .msg.user")).to_contain_text("What is the **capital** of Portugal?")  # user text: plain
     expect(page.locator("#chat-title")).to_have_text("Export me")
     assert page.evaluate("() => window.__pwned") is None
