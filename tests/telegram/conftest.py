@@ -34,6 +34,7 @@ def telegram_navi(tmp_path_factory: pytest.TempPathFactory, bot_api: FakeBotApi,
     })
     if SCALEOUT:
         _spawn(live, tmp, "telegram", [PYTHON, "manage.py", "telegram_bot"])
-    bot_api.wait_for(lambda: bot_api.calls_of("getUpdates"), what="the bot to poll")
+    # A process of its own in scale-out: Django and the bot library load first (slow on a busy machine).
+    bot_api.wait_for(lambda: bot_api.calls_of("getUpdates"), timeout=90, what="the bot to poll")
     yield live
     live.stop()
