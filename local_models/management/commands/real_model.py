@@ -56,6 +56,7 @@ class Command(BaseCommand):
         paths.cache.mkdir(parents=True, exist_ok=True)
         self._echo(f"Cache: {paths.cache}")
         weights.ensure_weights(spec, paths.cache, echo=self._echo)
+        weights.ensure_embedder(catalog.EMBEDDER, paths.cache, echo=self._echo)
         server.ensure_server(paths, echo=self._echo)
         if not opts["no_profile"]:
             self._profile(spec, paths, opts)
