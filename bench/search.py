@@ -28,10 +28,16 @@ SYLLABLES = ["ka", "lo", "mi", "ter", "van", "os", "pri", "du", "sel", "ra", "no
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:
+    """Words in order of frequency (the first is the most frequent). Shuffled: in a language, how
+    often a word occurs has nothing to do with where it sorts, so the most frequent words do not
+    share a prefix (sorted, every frequent word began with "bekbek" and a prefix query of it hit
+    nearly every message)."""
     words: set[str] = set()
     while len(words) < size:
         words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
-    return sorted(words)
+    ordered = sorted(words)
+    rng.shuffle(ordered)
+    return ordered
 
 
 def seed(*, sessions: int, per_session: int, rng: random.Random, reuse: bool) -> tuple[object, list[str]]:

@@ -2,8 +2,10 @@
 
 A query is a list of words: letters and digits, everything else is a separator. Operators of the
 engines (quotes, ``*``, ``-``, ``NEAR``, ``AND``/``OR``, parentheses, ``:``) are never passed on:
-"NEAR" is the word "near", ``-foo`` is "foo". Every word must occur (AND) and matches as a prefix
-("backup" finds "backups"), in both tiers alike.
+"NEAR" is the word "near", ``-foo`` is "foo". Every word must occur (AND). A word of three or more
+characters matches as a prefix ("backup" finds "backups"); a shorter one matches only itself ("ok",
+"db"): as a prefix it would stand for a good part of the vocabulary and find nearly every message.
+Both tiers alike.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from navi_site.errors import BadRequest
 MAX_QUERY_CHARS = 500
 MAX_TERMS = 12
 SNIPPET_CHARS = 180
+MIN_PREFIX_CHARS = 3  # the FTS5 table has a prefix index of this length (schema.py)
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -33,14 +36,19 @@ def terms(q: str) -> list[str]:
     return words[:MAX_TERMS]
 
 
+def is_prefix(word: str) -> bool:
+    return len(word) >= MIN_PREFIX_CHARS
+
+
 def fts5_query(words: list[str]) -> str:
-    """SQLite FTS5: each word a quoted prefix, all required."""
-    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+    """SQLite FTS5: each word quoted (a prefix if ``is_prefix``), all required."""
+    return " ".join('"' + w.replace('"', '""') + '"' + ("*" if is_prefix(w) else "") for w in words)
 
 
 def tsquery(words: list[str]) -> str:
-    """PostgreSQL ``to_tsquery`` (raw): each word a quoted prefix lexeme, all required."""
-    return " & ".join("'" + w.replace("'", "''").replace("\\", "\\\\") + "':*" for w in words)
+    """PostgreSQL ``to_tsquery`` (raw): each word a quoted lexeme (a prefix if ``is_prefix``), all required."""
+    return " & ".join("'" + w.replace("'", "''").replace("\\", "\\\\") + "'" + (":*" if is_prefix(w) else "")
+                      for w in words)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,9 +58,10 @@ class Snippet:
 
 
 def _pattern(words: list[str]) -> re.Pattern[str]:
-    # A word of the text that starts with a query word (the engines match prefixes of words).
-    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-    return re.compile(rf"(?<![^\W_])(?:{alternatives})[^\W_]*", re.IGNORECASE)
+    # A word of the text that starts with a query word, or is a short query word (as the engines match).
+    alternatives = "|".join(re.escape(w) + (r"[^\W_]*" if is_prefix(w) else r"(?![^\W_])")
+                            for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})", re.IGNORECASE)
 
 
 def snippet(text: str | None, words: list[str], *, width: int = SNIPPET_CHARS) -> Snippet:

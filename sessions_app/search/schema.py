@@ -3,6 +3,10 @@
 triggers that a later migration dropped (SQLite rebuilds a table to alter it, and its triggers go
 with the old table) and re-indexes, so the index can never silently fall behind.
 
+SQLite keeps a prefix index of every word's first three letters (``prefix='3'``): a query word
+matches as a prefix (query.py), and without it a three-letter word would be answered by merging the
+lists of every word that starts with it. Migration 0006 rebuilds an index made before it.
+
 Both tiers index the first ``INDEXED_CHARS`` characters of a message with ASCII punctuation read as
 a space, so that both cut text into the same words as ``query.terms`` does.
 """
@@ -15,7 +19,8 @@ PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 SQLITE_FORWARD = [
     """CREATE VIRTUAL TABLE sessions_app_message_fts USING fts5(
-        content, content='sessions_app_message', content_rowid='id', tokenize='unicode61 remove_diacritics 2')""",
+        content, content='sessions_app_message', content_rowid='id', tokenize='unicode61 remove_diacritics 2',
+        prefix='3')""",
     f"""CREATE TRIGGER sessions_app_message_fts_ai AFTER INSERT ON sessions_app_message BEGIN
         INSERT INTO sessions_app_message_fts(rowid, content) VALUES (new.id, substr(new.content, 1, {INDEXED_CHARS}));
     END""",
@@ -32,7 +37,7 @@ SQLITE_FORWARD = [
         SELECT id, substr(content, 1, {INDEXED_CHARS}) FROM sessions_app_message""",
     # Titles: a plain FTS5 table (a session's key is a UUID, not a stable rowid).
     """CREATE VIRTUAL TABLE sessions_app_title_fts USING fts5(
-        title, session_id UNINDEXED, tokenize='unicode61 remove_diacritics 2')""",
+        title, session_id UNINDEXED, tokenize='unicode61 remove_diacritics 2', prefix='3')""",
     """CREATE TRIGGER sessions_app_title_fts_ai AFTER INSERT ON sessions_app_session BEGIN
         INSERT INTO sessions_app_title_fts(title, session_id) VALUES (new.title, new.id);
     END""",
@@ -93,6 +98,13 @@ def install(connection: Any) -> None:
     with connection.cursor() as cursor:
         for sql in statements:
             cursor.execute(sql)
+
+
+def rebuild(connection: Any) -> None:
+    """Drop and create the index anew from the rows (SQLite; PostgreSQL's needs no rebuild)."""
+    if connection.vendor == "sqlite":
+        uninstall(connection)
+        install(connection)
 
 
 def uninstall(connection: Any) -> None:

@@ -1,4 +1,8 @@
-"""Search, SQLite FTS5 (embedded tier): bm25 over the triggers-fed index of schema.py."""
+"""Search, SQLite FTS5 (embedded tier): bm25 over the triggers-fed index of schema.py.
+
+Only the newest ``RANKED_WINDOW`` matches are ranked (``ranking.py``): FTS5 walks a term's doclist
+newest first and stops there, so a word found in half of all messages costs what a rarer one does.
+"""
 from __future__ import annotations
 
 import uuid
@@ -6,17 +10,25 @@ import uuid
 from django.db import connection
 
 from sessions_app.search.query import fts5_query
+from sessions_app.search.ranking import RANKED_WINDOW, pages
 
-_MESSAGES = """
-SELECT m.id, bm25(sessions_app_message_fts) AS rank
+_MATCHES = """
+SELECT m.id{score}
 FROM sessions_app_message_fts
 JOIN sessions_app_message m ON m.id = sessions_app_message_fts.rowid
 JOIN sessions_app_session s ON s.id = m.session_id
 WHERE sessions_app_message_fts MATCH %s AND s.owner_id = %s
   AND m.buffer IN ('both', 'messages') AND m.role IN ('user', 'assistant', 'tool')
-ORDER BY rank, m.id DESC
+ORDER BY sessions_app_message_fts.rowid DESC
 LIMIT %s OFFSET %s
 """
+# The window ranked by bm25 (lower is better); the newer of two equal ranks first.
+_RANKED = f"""
+SELECT id, rank FROM ({_MATCHES.format(score=", bm25(sessions_app_message_fts) AS rank")})
+ORDER BY rank, id DESC
+LIMIT %s OFFSET %s
+"""
+_NEWEST = _MATCHES.format(score="")
 
 _TITLES = """
 SELECT s.id FROM sessions_app_title_fts
@@ -28,10 +40,19 @@ LIMIT %s
 
 
 def message_ids(*, user_id: int, words: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
-    """(message id, score) best first; bm25 is lower-is-better, the score higher-is-better."""
+    """(message id, score) best first; bm25 is lower-is-better, the score higher-is-better. Matches
+    older than the ranked window follow it newest first, with a score of 0."""
+    match = fts5_query(words)
+    found: list[tuple[int, float]] = []
     with connection.cursor() as cursor:
-        cursor.execute(_MESSAGES, [fts5_query(words), user_id, limit, offset])
-        return [(int(row[0]), -float(row[1])) for row in cursor.fetchall()]
+        for page in pages(limit=limit, offset=offset):
+            if page.ranked:
+                cursor.execute(_RANKED, [match, user_id, RANKED_WINDOW, 0, page.limit, page.offset])
+                found += [(int(pk), -float(rank)) for pk, rank in cursor.fetchall()]
+            else:
+                cursor.execute(_NEWEST, [match, user_id, page.limit, page.offset])
+                found += [(int(pk), 0.0) for (pk,) in cursor.fetchall()]
+    return found
 
 
 def title_ids(*, user_id: int, words: list[str], limit: int) -> list[uuid.UUID]:

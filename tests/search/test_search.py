@@ -189,3 +189,42 @@ def test_a_migration_that_rebuilds_the_message_table_cannot_leave_search_stale(u
     assert [h.seq for h in search(user_id=user.pk, q="aardvark").messages] == [1]
     services.message_append(session_id=session.id, role="user", content="written after: capybara")
     assert [h.seq for h in search(user_id=user.pk, q="capybara").messages] == [3]
+
+
+def test_a_common_word_ranks_the_newest_matches_and_pages_through_every_match_once(api, user) -> None:
+    """Only the newest RANKED_WINDOW matches are ranked (a word in thousands of messages costs what a
+    rare one does); older matches follow newest first, and paging neither repeats nor skips one."""
+    from sessions_app.search.ranking import RANKED_WINDOW
+
+    session = _session(user, "")
+    Message.objects.bulk_create([  # the oldest is the best match by far, but lies outside the window
+        Message(session=session, seq=1, role="user", content="kumquat " * 10),
+        *[Message(session=session, seq=seq, role="assistant", content=f"filler words {seq} then kumquat once")
+          for seq in range(2, RANKED_WINDOW + 31)]])
+    first = api.get("/search?q=kumquat&limit=50").json()
+    assert first["has_more"] is True and 1 not in [r["seq"] for r in first["results"]]
+    seen: list[int] = []
+    for offset in range(0, RANKED_WINDOW + 30, 50):
+        page = api.get(f"/search?q=kumquat&limit=50&offset={offset}").json()
+        seen += [r["seq"] for r in page["results"]]
+    assert sorted(seen) == list(range(1, RANKED_WINDOW + 31))
+    assert seen[-1] == 1  # the oldest match comes last, after the ranked window
+    assert page["has_more"] is False
+
+
+def test_short_words_match_whole_words_longer_ones_match_prefixes(user) -> None:
+    _session(user, "", ("user", "ok, the db is fine"), ("user", "okay, the dbase backups are done"))
+    assert [h.snippet.text for h in search(user_id=user.pk, q="ok").messages] == ["ok, the db is fine"]
+    assert [h.snippet.text for h in search(user_id=user.pk, q="db").messages] == ["ok, the db is fine"]
+    found = search(user_id=user.pk, q="oka bac").messages
+    assert [h.snippet.text for h in found] == ["okay, the dbase backups are done"]
+    text = found[0].snippet.text
+    assert [text[s:e] for s, e in found[0].snippet.highlights] == ["okay", "backups"]
+
+
+def test_window_pages_cover_each_position_once() -> None:
+    from sessions_app.search.ranking import Page, pages
+
+    assert pages(limit=20, offset=0, window=500) == [Page(True, 20, 0)]
+    assert pages(limit=50, offset=480, window=500) == [Page(True, 20, 480), Page(False, 30, 500)]
+    assert pages(limit=21, offset=600, window=500) == [Page(False, 21, 600)]
