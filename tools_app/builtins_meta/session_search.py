@@ -1,7 +1,10 @@
 """``session_search``: the agent looks up the user's past conversations (issue 22).
 
 Read-only, over the user's own sessions only (the run's user), and compact: a small model gets
-titles, dates and one-line snippets grouped by conversation, not whole messages.
+titles, dates and one-line snippets grouped by conversation, not whole messages. A snippet of a past
+tool result is text from outside (a web page, a file, an HTTP body) and may carry instructions: when
+one is returned the turn is tainted (``untrusted_source``), so the exfiltration guard asks before
+anything leaves, as it would after reading that page itself.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ MAX_HITS = 12
 ROLE_LABEL = {"user": "user", "assistant": "you"}
 
 
-def _render(q: str, result: Any, *, skip_session: str | None, limit: int) -> tuple[str, int]:
+def _render(q: str, result: Any, *, skip_session: str | None, limit: int) -> tuple[str, list[Any]]:
     groups: dict[str, list[Any]] = {}
     titles: dict[str, tuple[str, str]] = {}
     for hit in result.messages:
@@ -33,7 +36,7 @@ def _render(q: str, result: Any, *, skip_session: str | None, limit: int) -> tup
             titles[t.session_id] = (t.title, t.last_active.date().isoformat())
             groups.setdefault(t.session_id, [])
     if not titles:
-        return f"No past conversation mentions {q!r}. Try other or fewer words.", 0
+        return f"No past conversation mentions {q!r}. Try other or fewer words.", []
     lines = [f"Past conversations matching {q!r}, best first:"]
     for sid, hits in groups.items():
         title, day = titles[sid]
@@ -42,7 +45,7 @@ def _render(q: str, result: Any, *, skip_session: str | None, limit: int) -> tup
         for hit in hits:
             who = ROLE_LABEL.get(hit.role) or (f"tool {hit.name}" if hit.name else "tool")
             lines.append(f"  {hit.created_at.date().isoformat()} {who}: {hit.snippet.text}")
-    return "\n".join(lines), sum(len(h) for h in groups.values())
+    return "\n".join(lines), [hit for hits in groups.values() for hit in hits]
 
 
 class SessionSearchTool(Tool):
@@ -85,5 +88,8 @@ def _search(q: str, user_id: int, session_id: str | None, limit: int) -> ToolRes
         result = search(user_id=user_id, q=q, limit=limit * 3)
     except BadRequest as exc:
         raise ToolError(f"{exc.message} Give 'query' as a few plain words.") from None
-    text, count = _render(q, result, skip_session=session_id, limit=limit)
-    return ToolResult(success=True, output=text, metadata={"hits": count})
+    text, shown = _render(q, result, skip_session=session_id, limit=limit)
+    metadata: dict[str, Any] = {"hits": len(shown)}
+    if any(hit.role == "tool" for hit in shown):
+        metadata["untrusted_source"] = "past tool results (session_search)"
+    return ToolResult(success=True, output=text, metadata=metadata)
