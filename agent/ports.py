@@ -81,6 +81,10 @@ class TodoBoard(Protocol):
 
     def replace(self, session_id: str, steps: list[str]) -> None: ...
 
+    def restore(self, session_id: str, steps: list[dict[str, Any]]) -> None:
+        """Write steps as they were (title, status, validation, note): an imported conversation's plan."""
+        ...
+
     def complete_next(self, session_id: str, note: str) -> None: ...
 
 

@@ -180,6 +180,10 @@ class TodoList:
     def replace(self, session_id: str, steps: list[str]) -> None:
         self.boards[session_id] = [{"id": i + 1, "task": s, "status": "pending"} for i, s in enumerate(steps)]
 
+    def restore(self, session_id: str, steps: list[dict[str, Any]]) -> None:
+        self.boards[session_id] = [{"id": i + 1, "task": s["title"], "status": s.get("status", "pending")}
+                                   for i, s in enumerate(steps)]
+
     def complete_next(self, session_id: str, note: str) -> None:
         for item in self.boards.get(session_id, []):
             if item["status"] != "done":

@@ -27,7 +27,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def _chat(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat.html", {"user": request.user})
+    return render(request, "chat.html", {"user": request.user, "import_max_mb": settings.SESSION_IMPORT_MAX_MB})
 
 
 @login_required

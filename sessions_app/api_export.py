@@ -13,7 +13,7 @@ from navi_site.errors import PayloadTooLarge
 from sessions_app import services
 from sessions_app.export import ExportContext, export_chunks, export_filename, import_session, parse_import
 from sessions_app.export.importer import max_bytes
-from sessions_app.export.reader import CONTENT_TYPES
+from sessions_app.export.reader import CONTENT_TYPES, last_turn_events
 from sessions_app.schemas import ErrorOut
 
 router = Router(tags=["sessions"])
@@ -32,20 +32,6 @@ async def _aiter(chunks: Iterator[str]) -> AsyncIterator[bytes]:
         yield chunk.encode()
 
 
-def _last_turn_events(session_id: str) -> list[dict[str, Any]] | None:
-    """The seq-numbered events of the running or last turn from the run registry's replay log
-    (kept LOG_TTL_S after a turn ends); None when this process cannot see it."""
-    from asgiref.sync import async_to_sync
-
-    from sessions_app.runs import get_run_registry
-
-    try:
-        snapshot = async_to_sync(get_run_registry().snapshot)(session_id)
-    except Exception:  # noqa: BLE001 - an export never fails for want of the replay log
-        return None
-    return list(snapshot.events)
-
-
 @router.get("/{session_id}/export", response={200: None, 404: ErrorOut},
             summary="Download the conversation as Markdown, JSON (re-importable) or a self-contained HTML page")
 def export_session(request: HttpRequest, session_id: str,
@@ -54,7 +40,7 @@ def export_session(request: HttpRequest, session_id: str,
 
     session = services.session_access(user=request.user, session_id=session_id)
     ctx = ExportContext(session=session, todo=list(ports.todo().read(str(session.id))),
-                        events=_last_turn_events(str(session.id)) if format == "json" else None)
+                        events=last_turn_events(str(session.id)) if format == "json" else None)
     chunks = export_chunks(ctx, format)
     content = _aiter(chunks) if isinstance(request, ASGIRequest) else (c.encode() for c in chunks)
     response = StreamingHttpResponse(content, content_type=CONTENT_TYPES[format])

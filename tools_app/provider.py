@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tools_app.builtins_meta.todo import complete_next, read_todo, set_todo
+from tools_app.builtins_meta.todo import complete_next, read_todo, restore_todo, set_todo
 from tools_app.registry import ToolRegistry, aget_registry, get_registry
 
 
@@ -26,6 +26,9 @@ class FileTodoBoard:
 
     def replace(self, session_id: str, steps: list[str]) -> None:
         set_todo(session_id, steps)
+
+    def restore(self, session_id: str, steps: list[dict[str, Any]]) -> None:
+        restore_todo(session_id, steps)
 
     def complete_next(self, session_id: str, note: str) -> None:
         complete_next(session_id, note)

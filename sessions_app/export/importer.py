@@ -21,7 +21,11 @@ from sessions_app.export.reader import EXPORT_FORMAT, EXPORT_VERSION
 from sessions_app.models import Message, Session
 
 MAX_MESSAGES = 100_000
+MAX_PLAN_STEPS = 50  # the todo list's own limit
 BATCH = 500
+# Keys of a message's metadata that name other rows of the exported session by their seq (the
+# versions of an edited exchange): an import holds only the shown version, renumbered.
+SESSION_BOUND_METADATA = ("branch_group", "archived_buffer")
 
 
 def _no_nul(value: Any) -> Any:
@@ -59,6 +63,23 @@ class SessionIn(BaseModel):
     _clean = field_validator("title", "profile_id", mode="before")(_no_nul)
 
 
+class StepIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = Field(min_length=1, max_length=300)
+    status: Literal["pending", "in_progress", "done", "failed"] = "pending"
+    validation: str | None = Field(default=None, max_length=1000)
+    note: str | None = Field(default=None, max_length=1000)
+
+    _clean = field_validator("title", "validation", "note", mode="before")(_no_nul)
+
+
+class PlanIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    todo: list[StepIn] = Field(default_factory=list, max_length=MAX_PLAN_STEPS)
+
+
 class ExportIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -66,6 +87,7 @@ class ExportIn(BaseModel):
     version: int
     session: SessionIn
     messages: list[MessageIn] = Field(max_length=MAX_MESSAGES)
+    plan: PlanIn = Field(default_factory=PlanIn)
 
 
 def max_bytes() -> int:
@@ -108,7 +130,10 @@ def _profile_id(wanted: str | None) -> str | None:
 
 
 def import_session(*, owner: Any, export: ExportIn) -> Session:
-    """Create a new session holding the export's messages (renumbered from 1), in one transaction."""
+    """Create a new session holding the export's messages (renumbered from 1) and its plan's todo
+    list, in one transaction (the todo list is written last: if it cannot be, nothing is created)."""
+    from agent import ports
+
     now = timezone.now()
     with transaction.atomic():
         session = services.session_create(owner=owner, profile_id=_profile_id(export.session.profile_id),
@@ -123,7 +148,8 @@ def import_session(*, owner: Any, export: ExportIn) -> Session:
                 images=m.images, tool_calls=m.tool_calls, tool_call_id=m.tool_call_id or "", name=m.name or "",
                 thinking=m.thinking, is_plan=m.is_plan, is_summary=m.is_summary, is_recall=m.is_recall,
                 is_compression=m.is_compression, interrupted=m.interrupted,
-                metadata={**m.metadata, "imported": True}, created_at=created))
+                metadata={**{k: v for k, v in m.metadata.items() if k not in SESSION_BOUND_METADATA},
+                          "imported": True}, created_at=created))
             if len(batch) >= BATCH:
                 Message.objects.bulk_create(batch)
                 batch = []
@@ -131,5 +157,7 @@ def import_session(*, owner: Any, export: ExportIn) -> Session:
             Message.objects.bulk_create(batch)
         Session.objects.filter(pk=session.pk).update(next_seq=len(export.messages) + 1, pinned=export.session.pinned,
                                                      last_active=last)
+        if export.plan.todo:
+            ports.todo().restore(str(session.id), [step.model_dump() for step in export.plan.todo])
     session.refresh_from_db()
     return session

@@ -44,3 +44,17 @@ def pages(session: Session, *, page: int = PAGE) -> Iterator[list[Message]]:
 def export_filename(session: Session, fmt: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", (session.title or "conversation").lower()).strip("-")[:60] or "conversation"
     return f"navi-{slug}-{str(session.id)[:8]}.{fmt}"
+
+
+def last_turn_events(session_id: str) -> list[dict[str, Any]] | None:
+    """The seq-numbered events of the running or last turn from the run registry's replay log
+    (kept LOG_TTL_S after a turn ends); None when this process cannot see it."""
+    from asgiref.sync import async_to_sync
+
+    from sessions_app.runs import get_run_registry
+
+    try:
+        snapshot = async_to_sync(get_run_registry().snapshot)(session_id)
+    except Exception:  # noqa: BLE001 - an export never fails for want of the replay log
+        return None
+    return list(snapshot.events)

@@ -27,6 +27,13 @@ export function initExport({ menu, importButton, importInput }) {
     const file = importInput.files && importInput.files[0];
     importInput.value = "";
     if (!file) return;
+    const maxMb = Number(importInput.dataset.maxMb) || 0;
+    if (maxMb && file.size > maxMb * 1024 * 1024) {
+      // Refused here, before the upload: the server would read the whole body before refusing it.
+      toast(`“${file.name}” is too large to import (${(file.size / 1048576).toFixed(1)} MB; at most ${maxMb} MB): `
+        + "split the conversation or ask your administrator to raise SESSION_IMPORT_MAX_MB.", "error");
+      return;
+    }
     try {
       const created = await api.importSession(file);
       emit("sessions:refresh");

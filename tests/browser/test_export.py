@@ -59,3 +59,17 @@ def test_download_the_conversation_and_import_it_again(watched: Watched, browser
     expect(page.locator("#messages .msg.user")).to_contain_text("What is the **capital** of Portugal?")  # user text: plain
     expect(page.locator("#chat-title")).to_have_text("Export me")
     assert page.evaluate("() => window.__pwned") is None
+
+
+def test_a_file_over_the_import_limit_is_refused_before_it_is_uploaded(watched: Watched, browser_navi: LiveNavi,
+                                                                         tmp_path: Path) -> None:
+    sid = create_session(browser_navi, "Stays open")
+    page = watched.open(sid)
+    big = tmp_path / "huge.json"
+    big.write_bytes(b'{"format": "navi.session", "pad": "' + b"x" * (21 * 1024 * 1024) + b'"}')
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and "/sessions/import" in r.url else None)
+    page.set_input_files("#import-input", str(big))
+    expect(page.locator(".toast")).to_contain_text("“huge.json” is too large to import (21.0 MB; at most 20 MB)")
+    assert posts == []
+    assert page.evaluate("() => window.__navi.store.currentId") == sid

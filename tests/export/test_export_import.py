@@ -222,3 +222,59 @@ async def test_a_long_export_streams_page_by_page_under_asgi(user) -> None:
     assert len(chunks) == 1 + 3 + 1  # head, three pages, tail
     doc = json.loads(b"".join(chunks))
     assert [m["seq"] for m in doc["messages"]] == list(range(1, 2 * PAGE + 51))
+
+
+def test_an_imported_edited_exchange_is_one_version_and_the_plan_comes_back(api, user) -> None:
+    """The export holds the shown version of an edited exchange; its metadata named the other
+    versions by their old numbers. The copy is renumbered, so it has one version, no switcher, and
+    can be edited again; the plan's todo list comes back with each step's status."""
+    from agent import ports
+
+    session = services.session_create(owner=user, title="Edited")
+    add = services.message_append
+    add(session_id=session.id, role="user", content="What is 2+2?")
+    for _ in range(2):  # rows the export leaves out: the copy's numbers shift
+        add(session_id=session.id, role="assistant", content="internal", buffer=Message.Buffer.CONTEXT)
+    add(session_id=session.id, role="assistant", content="Four.")
+    add(session_id=session.id, role="user", content="And in French?")  # seq 5
+    add(session_id=session.id, role="assistant", content="Quatre.")
+    services.session_regenerate(session_id=session.id, from_seq=5)
+    add(session_id=session.id, role="user", content="And in German?", metadata={"branch_group": 5})
+    add(session_id=session.id, role="assistant", content="Vier.")
+    add(session_id=session.id, role="user", content="Thanks")
+    add(session_id=session.id, role="assistant", content="You're welcome.")
+    assert api.get(f"/sessions/{session.id}").json()["messages"][2]["branch"]["count"] == 2
+    ports.todo().replace(str(session.id), ["Count", "Translate"])
+    ports.todo().complete_next(str(session.id), "2+2=4")
+
+    raw = _body(api.get(f"/sessions/{session.id}/export?format=json"))
+    assert [s["status"] for s in json.loads(raw)["plan"]["todo"]] == ["done", "pending"]
+    body = _import(api, raw).json()
+    shown = api.get(f"/sessions/{body['session_id']}").json()["messages"]
+    assert [(m["seq"], m["content"]) for m in shown] == [
+        (1, "What is 2+2?"), (2, "Four."), (3, "And in German?"), (4, "Vier."), (5, "Thanks"), (6, "You're welcome.")]
+    assert all("branch" not in m for m in shown)
+    # Regenerate the copy's last exchange (what POST …/regenerate does under the turn lock).
+    copy = body["session_id"]
+    group = services.branch_group(Message.objects.get(session_id=copy, seq=5))
+    services.session_regenerate(session_id=copy, from_seq=5)
+    add(session_id=copy, role="user", content="Thanks", metadata={"branch_group": group})
+    add(session_id=copy, role="assistant", content="Gern geschehen.")
+    shown = api.get(f"/sessions/{copy}").json()["messages"]
+    assert [(m["content"], m.get("branch")) for m in shown if m["role"] == "user"] == [
+        ("What is 2+2?", None), ("And in German?", None), ("Thanks", {"group": 5, "index": 2, "count": 2})]
+    old = api.get(f"/sessions/{copy}/branches/5?index=1").json()
+    assert [m["content"] for m in old["messages"]] == ["Thanks", "You're welcome."]
+    assert [(s["title"], s["status"], s["validation"]) for s in ports.todo().read(body["session_id"])] == [
+        ("Count", "done", "2+2=4"), ("Translate", "pending", None)]
+    assert ports.todo().read(str(session.id))[0]["status"] == "done"  # the original's list is its own
+
+
+def test_a_plan_of_too_many_steps_is_refused_and_nothing_is_created(api, user) -> None:
+    before = _counts()
+    doc = {"format": "navi.session", "version": 1, "session": {"title": "t"}, "messages": [],
+           "plan": {"todo": [{"title": f"step {i}"} for i in range(51)]}}
+    resp = _import(api, json.dumps(doc))
+    assert resp.status_code == 400
+    assert resp.json()["detail"].startswith("The export is damaged: plan.todo: List should have at most 50 items")
+    assert _counts() == before

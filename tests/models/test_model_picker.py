@@ -88,6 +88,19 @@ def test_choosing_a_model_for_a_session(api: Any, servers: FakeLLMServer) -> Non
     assert (back["model"], back["model_source"]) == ("qwen3:4b", "default")
 
 
+def test_without_a_choice_the_session_uses_its_profiles_model(api: Any, servers: FakeLLMServer) -> None:
+    from profiles_app.models import AgentProfile
+    from sessions_app.models import Session
+
+    sid = _session(api)
+    AgentProfile.objects.filter(pk=Session.objects.get(pk=sid).profile_id).update(model="llava:7b", llm_backend="ollama")
+    shown = api.get(f"/sessions/{sid}/model").json()
+    assert (shown["model"], shown["model_source"]) == ("llava:7b", "profile")
+    assert api.put(f"/sessions/{sid}/model", {"model": "qwen3:4b"}).json()["model_source"] == "session"
+    back = api.put(f"/sessions/{sid}/model", {"model": ""}).json()
+    assert (back["model"], back["model_backend"], back["model_source"]) == ("llava:7b", "ollama", "profile")
+
+
 @pytest.mark.parametrize(("model", "backend", "status", "says"), [
     ("gpt-oss:120b", "ollama", 400, "The Ollama server at {url} has no model 'gpt-oss:120b'. Choose one it lists or pull it first"),
     ("qwen3 4b", "ollama", 400, "'qwen3 4b' contains spaces: a model name has none"),

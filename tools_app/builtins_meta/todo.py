@@ -62,6 +62,22 @@ def set_todo(session_id: str, titles: list[str]) -> list[dict[str, Any]]:
     return steps
 
 
+def restore_todo(session_id: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Write ``steps`` with their status, validation and note (an imported conversation's plan);
+    titles are cleaned as ``set_todo`` cleans them, an unknown status becomes pending."""
+    clean = _new_steps([str(s.get("title") or "") for s in steps])
+    for step, given in zip(clean, (s for s in steps if str(s.get("title") or "").strip()), strict=True):
+        status = given.get("status")
+        step["status"] = status if status in STATUSES else "pending"
+        for key in ("validation", "note"):
+            value = given.get(key)
+            step[key] = str(value)[:1000] if value else None
+    path = todo_path(session_id)
+    with path_lock(path):
+        _save(path, clean)
+    return clean
+
+
 def complete_next(session_id: str, evidence: str) -> list[dict[str, Any]]:
     """Mark the first step that is not done or failed as done (the local-model aids' todo progress)."""
     path = todo_path(session_id)

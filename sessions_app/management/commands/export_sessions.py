@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.export import ExportContext, export_chunks, export_filename
+from sessions_app.export.reader import last_turn_events
 from sessions_app.models import Session
 
 
@@ -39,7 +41,10 @@ class Command(BaseCommand):
         count = 0
         for session in Session.objects.filter(owner=user).select_related("profile").order_by("created_at"):
             path = out / export_filename(session, fmt)
-            ctx = ExportContext(session=session, todo=list(ports.todo().read(str(session.id))))
+            # The replay log of the last turn: in scale-out it is in Redis, which this process reads as
+            # the server does; embedded, it lives in the server's memory, out of this process's reach.
+            events = last_turn_events(str(session.id)) if fmt == "json" and settings.REDIS_URL else None
+            ctx = ExportContext(session=session, todo=list(ports.todo().read(str(session.id))), events=events)
             with open(path, "w", encoding="utf-8") as fh:
                 for chunk in export_chunks(ctx, fmt):
                     fh.write(chunk)
