@@ -21,7 +21,10 @@ def test_approve_and_deny_from_the_card(watched: Watched, new_page: Any, browser
     second = new_page().open(sid)
 
     fake.script(tool_calls=[{"name": "terminal", "arguments": {"command": "echo disk-ok"}}])
-    fake.script(text="The disk is fine.")
+    # The answer takes a moment (as a model's does): both tabs show the settled card while the turn
+    # still runs. When it ends, a tab that did not send the message re-reads the history, which has
+    # the tool's result but no card; checking after that would race the end of the turn.
+    fake.script(text="The disk is fine.", hang_before_first_chunk=3.0)
     send(first, "check the disk")
     for page in (first, second):  # every tab shows the card; the turn waits
         card = page.locator(".approval-card[data-state=pending]")
@@ -34,6 +37,7 @@ def test_approve_and_deny_from_the_card(watched: Watched, new_page: Any, browser
     for page in (first, second):
         expect(page.locator(".approval-card .approval-status")).to_have_text("Approved once by livetester.")
         expect(page.locator(".approval-card button")).to_have_count(0)
+    for page in (first, second):
         expect(last_answer(page)).to_have_text("The disk is fine.")
         expect(page.locator(".tool-card[data-tool=terminal][data-state=ok]")).to_have_count(1)
     wait_idle(first)
