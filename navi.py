@@ -15,6 +15,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 import venv
 from pathlib import Path
 
@@ -52,20 +54,47 @@ def reachable(host: str, port: int) -> bool:
         return False
 
 
-def pytest_tier(name: str, extra_env: dict[str, str], args: list[str], markers: tuple[str, ...] = ()) -> int:
-    env = {**os.environ, **extra_env, "NAVI_TEST_TIER": name, "NAVI_TEST_NETWORK_GUARD": "1"}
-    say(f"== {name} tier ==")
-    # One -m expression: pytest keeps only the last -m given, so a tier's own marker filter is
-    # joined to "not realmodel" here (a second -m once let the real-model tier run in scale-out).
-    marks = "not realmodel" + "".join(f" and ({m})" for m in markers)
-    code = subprocess.run([str(PY), "-m", "pytest", "-m", marks, *args], cwd=ROOT, env=env).returncode
-    if code == 5:
-        say(f"{name} tier collected no tests — that is a failure, not a success.")
-        return 1
-    return code
+class Tier:
+    """One tier's pytest process; its output is printed line by line, each line marked with the tier."""
+
+    _print_lock = threading.Lock()
+
+    def __init__(self, name: str, extra_env: dict[str, str], args: list[str], markers: tuple[str, ...] = ()) -> None:
+        env = {**os.environ, **extra_env, "NAVI_TEST_TIER": name, "NAVI_TEST_NETWORK_GUARD": "1"}
+        say(f"== {name} tier started ==")
+        # One -m expression: pytest keeps only the last -m given, so a tier's own marker filter is
+        # joined to "not realmodel" here (a second -m once let the real-model tier run in scale-out).
+        marks = "not realmodel" + "".join(f" and ({m})" for m in markers)
+        self.name = name
+        self.started = time.monotonic()
+        self.process = subprocess.Popen([str(PY), "-m", "pytest", "-m", marks, *args], cwd=ROOT, env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        errors="replace", bufsize=1)
+        self.reader = threading.Thread(target=self._relay, daemon=True)
+        self.reader.start()
+
+    def _relay(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._print_lock:
+                sys.stdout.write(f"[{self.name}] {line}")
+                sys.stdout.flush()
+
+    def wait(self) -> int:
+        code = self.process.wait()
+        self.reader.join()
+        say(f"== {self.name} tier ended (exit {code}) after {time.monotonic() - self.started:.0f} s ==")
+        if code == 5:
+            say(f"{self.name} tier collected no tests — that is a failure, not a success.")
+            return 1
+        return code
 
 
 def run_tests(args: list[str]) -> int:
+    """Lint, then both tiers. The tiers run side by side (they share nothing: SQLite files and
+    Chromium vs. PostgreSQL and Redis db 9, ports picked free): most of a tier's time is spent
+    waiting for servers it starts, so two at once take little longer than one.
+    NAVI_TEST_SERIAL=1 runs them one after the other."""
     ensure_venv("requirements-dev.txt")
     failures: list[str] = []
     say("== ruff check ==")
@@ -77,18 +106,29 @@ def run_tests(args: list[str]) -> int:
     base = {k: v for k, v in os.environ.items() if k in {"DATABASE_URL", "REDIS_URL"}}
     for key in base:
         os.environ.pop(key)
-    if pytest_tier("embedded", {}, args) != 0:
-        failures.append("embedded tier")
+    serial = os.environ.get("NAVI_TEST_SERIAL") == "1"
+    running: list[tuple[str, Tier]] = []
+
+    def run(label: str, tier: Tier) -> None:
+        if serial:
+            if tier.wait() != 0:
+                failures.append(label)
+        else:
+            running.append((label, tier))
+
+    run("embedded tier", Tier("embedded", {}, args))
     pg = os.environ.get("NAVI_TEST_PG", "postgres://postgres@127.0.0.1:5432/test")
     redis = os.environ.get("NAVI_TEST_REDIS", "redis://127.0.0.1:6379/9")
     if reachable("127.0.0.1", 5432) and reachable("127.0.0.1", 6379):
-        if pytest_tier("scaleout", {"DATABASE_URL": pg, "REDIS_URL": redis}, args, ("not browser",)) != 0:
-            failures.append("scale-out tier")
+        run("scale-out tier", Tier("scaleout", {"DATABASE_URL": pg, "REDIS_URL": redis}, args, ("not browser",)))
     elif os.environ.get("NAVI_REQUIRE_SCALEOUT") == "1":
         say("PostgreSQL (127.0.0.1:5432) or Redis (127.0.0.1:6379) is not reachable: the scale-out tier cannot run.")
         failures.append("scale-out tier (services down)")
     else:
         say("skipping the scale-out tier: PostgreSQL and Redis are not both reachable on 127.0.0.1.")
+    for label, tier in running:
+        if tier.wait() != 0:
+            failures.append(label)
     if failures:
         say("FAILED: " + ", ".join(failures))
         return 1
