@@ -18,9 +18,9 @@ None of them looks at the wording of a request: they act on what the model did.
   succeeded and no todo step is open, the next step is the answer;
 - [todo_progress] for such a model: a successful call (other than ``todo``) marks the first open
   todo step done, and the nudge names the next open step;
-- [answer_retry] after tools ran successfully, an answer that is a refusal, empty, or a tool call
-  is asked for once more; a second failure is replaced by an honest summary of what was done
-  (``summary_of``), never by a refusal or a raw dump.
+- [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
+  tool call is asked for once more; a second failure is replaced by an honest summary of what was
+  done or what failed (``summary_of``), never by a refusal or a raw dump.
 """
 from __future__ import annotations
 
@@ -178,6 +178,11 @@ def successes(this_turn: list[ChatMessage]) -> list[ChatMessage]:
             and not m.content.startswith(("Error:", "Not run:"))]
 
 
+def results(this_turn: list[ChatMessage]) -> list[ChatMessage]:
+    """Every tool result of this turn, successful or not."""
+    return [m for m in this_turn if m.role == "tool" and m.content]
+
+
 def poor_answer(text: str) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one)."""
     stripped = text.strip()
@@ -192,7 +197,7 @@ def poor_answer(text: str) -> str | None:
 
 def instruction_openers() -> tuple[str, ...]:
     """How Navi's own steering sentences begin (lower case): an answer that starts so is held back."""
-    return tuple(sentence[:24] for instruction in (RETRY_ANSWER, ANSWER_NOW, AFTER_TOOLS)
+    return tuple(sentence[:24] for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS)
                  for sentence in _sentences(instruction))
 
 
@@ -203,12 +208,19 @@ def _sentences(text: str) -> list[str]:
 def _echoes_instructions(text: str) -> bool:
     """The answer repeats a sentence of Navi's own steering (a small model copies the last thing it read)."""
     said = " ".join(text.lower().split())
-    return any(sentence in said for instruction in (RETRY_ANSWER, ANSWER_NOW, AFTER_TOOLS)
+    return any(sentence in said for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS)
                for sentence in _sentences(instruction))
 
 
 RETRY_ANSWER = ("Your tools did their work; the results are above. Tell the user in a sentence or two, in plain "
                 "words, what was done and what the results say. Do not refuse and do not write a tool call.")
+RETRY_AFTER_FAILURE = ("The tool call did not work; its error is above. Tell the user in a sentence or two, in plain "
+                       "words, what you tried and what went wrong. Do not refuse and do not write a tool call.")
+
+
+def retry_instruction(this_turn: list[ChatMessage]) -> str:
+    """What the model is told when its answer after tools is asked for once more."""
+    return RETRY_ANSWER if successes(this_turn) else RETRY_AFTER_FAILURE
 
 
 _UNTRUSTED = re.compile(r"\A<untrusted(?:_data)?\b[^>]*>\n[^\n]*\n(.*)\n</untrusted(?:_data)?>\Z", re.DOTALL)
@@ -225,7 +237,13 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
     shopping.txt."), for when the model gave no usable answer."""
     done = successes(this_turn)
     if not done:
-        return "I could not produce an answer this time. Please rephrase or try again."
+        failed = results(this_turn)
+        if not failed:
+            return "I could not produce an answer this time. Please rephrase or try again."
+        last = failed[-1]
+        reason = _unwrapped(last.content or "").strip().split("\n", 1)[0]
+        reason = reason.removeprefix("Error:").strip()[:300]
+        return f"I tried {last.name or 'a tool'}, but it did not work: {reason}"
     if len(done) == 1:
         text = _unwrapped(done[0].content or "").strip()
         return text if len(text) <= 1200 else text[:1200].rstrip() + " …"

@@ -157,10 +157,22 @@ def call_messages(messages: list[ChatMessage]) -> list[ChatMessage]:
     return [*messages, ChatMessage(role="system", content=CALL)]
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s")
+# A sentence ends at . ! or ? before a space, unless the period closes an abbreviation: a dotted one
+# ("e.g.", "i.e.", "a.m.") or a short word that is one ("etc.", "vs.", "cf."). Cut there, a tool's
+# description lost its example mid-phrase ("Give 'query' as a few words, e.g.").
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+_ABBREVIATION = re.compile(r"(?:\b[A-Za-z]\.(?:[A-Za-z]\.)*[A-Za-z]|\b(?:etc|vs|cf|approx|incl|resp|ca|no|nr))$",
+                           re.IGNORECASE)
 
 
 def first_sentence(text: str, limit: int = 200) -> str:
     """The first sentence of ``text``, at most ``limit`` characters."""
-    first = _SENTENCE.split((text or "").strip(), maxsplit=1)[0].strip()
+    text = (text or "").strip()
+    first = text
+    for end in _SENTENCE_END.finditer(text):
+        if text[end.start()] == "." and _ABBREVIATION.search(text, 0, end.start()):
+            continue
+        first = text[: end.end()]
+        break
+    first = first.strip()
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"

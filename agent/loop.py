@@ -19,7 +19,6 @@ from django.conf import settings
 
 from agent import ctx, gate, ports
 from agent.aids import (
-    RETRY_ANSWER,
     Decision,
     LoopState,
     instruction_openers,
@@ -27,6 +26,8 @@ from agent.aids import (
     nudges,
     observe,
     poor_answer,
+    results,
+    retry_instruction,
     successes,
     summary_of,
     writes_text_calls,
@@ -286,9 +287,9 @@ class Agent:
             messages = (self._context(turn) + mech.injections(iteration, todo)
                         + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
-                messages = [*messages, ChatMessage(role="system", content=RETRY_ANSWER)]
+                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:]))]
             # With the aids on (or under constraints), text that may be a call written as JSON is held back
-            # until it is clear; an answer after successful tools that opens like a refusal is held too.
+            # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
@@ -379,9 +380,10 @@ class Agent:
             yield ev
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
-        """An answer may still be asked for again: the aid is on, not used yet, and tools did their work."""
+        """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
+        after a failed call is no answer either: the user is owed what went wrong)."""
         return (state.on("answer_retry") and not state.answer_retried
-                and bool(successes(turn.history[state.start:])))
+                and bool(results(turn.history[state.start:])))
 
     async def _constrained(self, turn: Turn, model: str) -> bool:
         """Whether this turn's decisions are generated under a schema (agent.decide).

@@ -134,3 +134,14 @@ def test_the_admin_edits_a_profiles_tool_calling_and_prompt_budget(client) -> No
     html = page.content.decode()
     assert 'name="tool_calling"' in html and 'name="prompt_budget_tokens"' in html
     assert 'value="2000"' in html and "Constrained" in html
+
+
+def test_a_description_is_cut_at_its_first_sentence_not_at_an_abbreviation() -> None:
+    from agent.decide import first_sentence
+
+    assert first_sentence("Give 'query' as a few words, e.g. 'backup nas'. Every word must occur.") == (
+        "Give 'query' as a few words, e.g. 'backup nas'.")
+    assert first_sentence("Read it, i.e. the text; logs, etc. too. Then more.") == "Read it, i.e. the text; logs, etc. too."
+    assert first_sentence("Runs at 5 p.m. daily. Next.") == "Runs at 5 p.m. daily."
+    assert first_sentence("What time is it? Later.") == "What time is it?"
+    assert first_sentence("x" * 300, 10) == "x" * 9 + "…"

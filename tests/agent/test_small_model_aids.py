@@ -174,3 +174,26 @@ async def test_the_fallback_answer_shows_a_file_without_the_untrusted_envelope(a
     assert result.startswith("<untrusted")  # what the model read ...
     answer = events[-1]["content"]
     assert "HERON-410" in answer and "<untrusted" not in answer and "</untrusted" not in answer  # ... not the user
+
+
+async def test_a_refusal_after_a_failed_call_is_asked_again_then_replaced_by_what_went_wrong(agent_env) -> None:
+    """After a tool failed, "I'm sorry, but I can't assist with that" is no answer: the model is asked
+    once more what went wrong, and if it refuses again the user gets the error in plain words."""
+    agent_env.fake.script(tool_calls=[{"name": "filesystem", "arguments": {"action": "read", "path": "nope.txt"}}])
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run("what is in nope.txt?")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("filesystem", False)]
+    assert "what went wrong" in agent_env.requests()[2]["messages"][-1]["content"]
+    answer = events[-1]["content"]
+    assert answer.startswith("I tried filesystem, but it did not work: ") and "nope.txt" in answer
+    assert "sorry" not in answer.lower()
+    assert not any(e["type"] == "stream_delta" and "sorry" in e["delta"].lower() for e in events)
+
+
+async def test_a_plain_answer_after_a_failed_call_is_shown_as_written(agent_env) -> None:
+    agent_env.fake.script(tool_calls=[{"name": "filesystem", "arguments": {"action": "read", "path": "nope.txt"}}])
+    agent_env.fake.script(text="There is no nope.txt in this conversation's folder.")
+    events = await agent_env.run("what is in nope.txt?")
+    assert events[-1]["content"] == "There is no nope.txt in this conversation's folder."
+    assert len(agent_env.requests()) == 2
