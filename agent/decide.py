@@ -84,7 +84,42 @@ def grammar_parameters(parameters: Any) -> dict[str, Any]:
             out[key] = value
     if out.get("type") == "object" and "properties" not in out:
         out.pop("additionalProperties", None)
+    variants = _case_variants(out, parameters.get("allOf"))
+    if variants:
+        return {"anyOf": variants}
     return out or {"type": "object"}
+
+
+def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | None:
+    """Conditions a grammar engine cannot read, as variants it can: an object whose ``allOf`` is made
+    of ``{"if": {"properties": {D: {"const": v}}}, "then": {"required": [...]}}`` on one enumerated
+    property D becomes one object per value of D, each requiring what its case requires (a one-off
+    reminder then cannot be generated without its time). Anything else: None (the conditions are
+    only validated after generation)."""
+    if not isinstance(all_of, list) or not all_of or not isinstance(base.get("properties"), dict):
+        return None
+    cases: dict[Any, list[str]] = {}
+    key = None
+    for rule in all_of:
+        condition = (rule or {}).get("if") if isinstance(rule, dict) else None
+        then = rule.get("then") if isinstance(rule, dict) else None
+        props = condition.get("properties") if isinstance(condition, dict) else None
+        if not (isinstance(props, dict) and len(props) == 1 and isinstance(then, dict)
+                and set(then) == {"required"} and isinstance(then["required"], list)):
+            return None
+        (name, test), = props.items()
+        if not isinstance(test, dict) or set(test) != {"const"} or key not in (None, name):
+            return None
+        key = name
+        cases[test["const"]] = [str(r) for r in then["required"]]
+    values = (base["properties"].get(key) or {}).get("enum")
+    if not isinstance(values, list) or not set(cases) <= set(values):
+        return None
+    variants = []
+    for value in values:
+        required = list(dict.fromkeys([*base.get("required", []), str(key), *cases.get(value, [])]))
+        variants.append({**base, "properties": {**base["properties"], key: {"const": value}}, "required": required})
+    return variants
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -92,6 +92,14 @@ class ScheduleRecallTool(Tool):
                                            "a todo naming tools, files or URLs. " + INSTRUCTION_RULES},
         },
         "required": ["call_type", "additional_context_message"],
+        # Which call types need which fields, in standard JSON Schema: arguments are validated against
+        # it, and a constrained call's grammar turns it into one variant per call type (agent.decide),
+        # so a one-off reminder cannot be generated without its time.
+        "allOf": [
+            {"if": {"properties": {"call_type": {"const": "once"}}}, "then": {"required": ["when"]}},
+            {"if": {"properties": {"call_type": {"const": "recurring"}}},
+             "then": {"required": ["when", "interval_seconds"]}},
+        ],
     }
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:

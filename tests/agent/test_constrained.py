@@ -302,3 +302,38 @@ async def test_a_fenced_call_streamed_two_characters_at_a_time_shows_nothing_of_
     events = await agent_env.run("what is on my list?")
     assert calls(events) == [("todo", {"action": "read"}, True)]
     assert shown(events) == "Your list is empty."
+
+
+def test_conditions_on_an_enumerated_field_become_one_grammar_variant_per_value() -> None:
+    parameters = {"type": "object", "properties": {"kind": {"type": "string", "enum": ["once", "every", "now"]},
+                                                   "when": {"type": "string"}, "interval": {"type": "integer"}},
+                  "required": ["kind"],
+                  "allOf": [{"if": {"properties": {"kind": {"const": "once"}}}, "then": {"required": ["when"]}},
+                            {"if": {"properties": {"kind": {"const": "every"}}},
+                             "then": {"required": ["when", "interval"]}}]}
+    variants = grammar_parameters(parameters)["anyOf"]
+    assert [(v["properties"]["kind"], v["required"]) for v in variants] == [
+        ({"const": "once"}, ["kind", "when"]), ({"const": "every"}, ["kind", "when", "interval"]),
+        ({"const": "now"}, ["kind"])]
+    assert all(v["properties"]["when"] == {"type": "string"} for v in variants)
+    # A condition of another shape is left to validation after generation.
+    odd = {**parameters, "allOf": [{"if": {"properties": {"when": {"pattern": "^in"}}}, "then": {"required": ["kind"]}}]}
+    assert "anyOf" not in grammar_parameters(odd) and "allOf" not in grammar_parameters(odd)
+
+
+async def test_a_one_off_reminder_without_its_time_is_generated_again_with_it(agent_env) -> None:
+    """schedule_recall says in its schema that a one-off needs 'when': a written call without it is
+    not run (it would fail) but generated again under a grammar that requires it."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once",
+                                       additional_context_message="Remind the user to stretch their legs."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="3m",
+                     additional_context_message="Remind the user to stretch their legs.")
+    agent_env.fake.script(text="I'll remind you in 3 minutes.")
+    events = await agent_env.run("in 3 minutes, ping me to stretch my legs")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], ok) == ("schedule_recall", "3m", True)
+    grammar = agent_env.fake.schema_of(agent_env.fake.chat_requests[1])
+    (branch,) = [b for b in grammar["anyOf"] if b["properties"]["tool"] == {"const": "schedule_recall"}]
+    once = next(v for v in branch["properties"]["arguments"]["anyOf"] if v["properties"]["call_type"] == {"const": "once"})
+    assert "when" in once["required"]
