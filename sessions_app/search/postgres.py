@@ -15,7 +15,7 @@ from django.db.models.expressions import RawSQL
 
 from sessions_app.models import Session
 from sessions_app.search.query import tsquery
-from sessions_app.search.ranking import RANKED_WINDOW, pages
+from sessions_app.search.ranking import RANKED_WINDOW, read_pages
 from sessions_app.search.schema import _pg_words
 
 _MATCHES = """
@@ -42,16 +42,10 @@ def _query(words: list[str]) -> SearchQuery:
 def message_ids(*, user_id: int, words: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
     """(message id, score) best first; matches older than the ranked window follow it newest first, with a score of 0."""
     query = tsquery(words)
-    found: list[tuple[int, float]] = []
     with connection.cursor() as cursor:
-        for page in pages(limit=limit, offset=offset):
-            if page.ranked:
-                cursor.execute(_RANKED, [query, query, user_id, RANKED_WINDOW, 0, page.limit, page.offset])
-                found += [(int(pk), float(score)) for pk, score in cursor.fetchall()]
-            else:
-                cursor.execute(_NEWEST, [query, user_id, page.limit, page.offset])
-                found += [(int(pk), 0.0) for (pk,) in cursor.fetchall()]
-    return found
+        return read_pages(cursor, limit=limit, offset=offset,
+                          ranked=(_RANKED, [query, query, user_id, RANKED_WINDOW, 0]),
+                          newest=(_NEWEST, [query, user_id]), higher_is_better=True)
 
 
 def title_ids(*, user_id: int, words: list[str], limit: int) -> list[uuid.UUID]:

@@ -13,6 +13,7 @@ straddles the window's end is read from both parts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 RANKED_WINDOW = 500
 
@@ -34,3 +35,18 @@ def pages(*, limit: int, offset: int, window: int = RANKED_WINDOW) -> list[Page]
         start = max(offset, window)
         reads.append(Page(False, end - start, start))
     return reads
+
+
+def read_pages(cursor: Any, *, limit: int, offset: int, ranked: tuple[str, list[Any]], newest: tuple[str, list[Any]],
+               higher_is_better: bool) -> list[tuple[int, float]]:
+    """(message id, score) for positions [offset, offset + limit), best first. ``ranked`` and
+    ``newest`` are each SQL and its leading parameters; a page's limit and offset follow them. The
+    ranked SQL yields (id, rank) (rank negated unless ``higher_is_better``), the newest SQL (id,)
+    with a score of 0."""
+    found: list[tuple[int, float]] = []
+    sign = 1.0 if higher_is_better else -1.0
+    for page in pages(limit=limit, offset=offset):
+        sql, params = ranked if page.ranked else newest
+        cursor.execute(sql, [*params, page.limit, page.offset])
+        found += [(int(row[0]), sign * float(row[1]) if page.ranked else 0.0) for row in cursor.fetchall()]
+    return found

@@ -10,7 +10,7 @@ import uuid
 from django.db import connection
 
 from sessions_app.search.query import fts5_query
-from sessions_app.search.ranking import RANKED_WINDOW, pages
+from sessions_app.search.ranking import RANKED_WINDOW, read_pages
 
 _MATCHES = """
 SELECT m.id{score}
@@ -43,16 +43,9 @@ def message_ids(*, user_id: int, words: list[str], limit: int, offset: int) -> l
     """(message id, score) best first; bm25 is lower-is-better, the score higher-is-better. Matches
     older than the ranked window follow it newest first, with a score of 0."""
     match = fts5_query(words)
-    found: list[tuple[int, float]] = []
     with connection.cursor() as cursor:
-        for page in pages(limit=limit, offset=offset):
-            if page.ranked:
-                cursor.execute(_RANKED, [match, user_id, RANKED_WINDOW, 0, page.limit, page.offset])
-                found += [(int(pk), -float(rank)) for pk, rank in cursor.fetchall()]
-            else:
-                cursor.execute(_NEWEST, [match, user_id, page.limit, page.offset])
-                found += [(int(pk), 0.0) for (pk,) in cursor.fetchall()]
-    return found
+        return read_pages(cursor, limit=limit, offset=offset, ranked=(_RANKED, [match, user_id, RANKED_WINDOW, 0]),
+                          newest=(_NEWEST, [match, user_id]), higher_is_better=False)
 
 
 def title_ids(*, user_id: int, words: list[str], limit: int) -> list[uuid.UUID]:
