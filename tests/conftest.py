@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,19 @@ except ImportError:  # pragma: no cover - while the fakes are being written
     pass
 
 TIER = os.environ.get("NAVI_TEST_TIER", "embedded")
+
+
+@pytest.fixture
+def registry(settings: Any) -> Iterator[Any]:
+    """A run registry of the test's own (LocalStore embedded, RedisStore in scale-out), events
+    unbatched; a module that means another kind of registry defines its own fixture of this name."""
+    from sessions_app.runs import RunRegistry, set_run_registry
+
+    settings.WS_DELTA_COALESCE_MS = 0
+    reg = RunRegistry()
+    set_run_registry(reg)
+    yield reg
+    set_run_registry(None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

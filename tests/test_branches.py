@@ -10,18 +10,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from sessions_app.models import Message
-from sessions_app.runs import RunRegistry, TurnRequest, set_run_registry
+from sessions_app.runs import RunRegistry, TurnRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def registry(settings: Any) -> Any:
-    settings.WS_DELTA_COALESCE_MS = 0
-    reg = RunRegistry()
-    set_run_registry(reg)
-    yield reg
-    set_run_registry(None)
 
 
 class _Client:

@@ -19,22 +19,13 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from sessions_app.models import Message, RunningTurn
-from sessions_app.runs import RunRegistry, TurnRequest, set_run_registry
+from sessions_app.runs import RunRegistry, TurnRequest
 from sessions_app.services import message_append
 from sessions_app.turns import TOOL_INTERRUPTED, turns_recover
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LONG = "The quick brown fox jumps over the lazy dog. " * 6  # 270 characters
-
-
-@pytest.fixture
-def registry(settings: Any) -> Any:
-    settings.WS_DELTA_COALESCE_MS = 0
-    reg = RunRegistry()
-    set_run_registry(reg)
-    yield reg
-    set_run_registry(None)
 
 
 def _display(session_id: str) -> list[dict[str, Any]]:

@@ -14,18 +14,9 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from sessions_app.runs import RunRegistry, TurnRequest, set_run_registry
+from sessions_app.runs import RunRegistry, TurnRequest
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def registry(settings: Any) -> Any:
-    settings.WS_DELTA_COALESCE_MS = 0
-    reg = RunRegistry()
-    set_run_registry(reg)
-    yield reg
-    set_run_registry(None)
 
 
 def _planner_calls(fake: Any) -> list[Any]:

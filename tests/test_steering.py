@@ -12,22 +12,13 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agent.events import StreamEnd
-from sessions_app.runs import RunRegistry, TurnRequest, set_run_registry
+from sessions_app.runs import RunRegistry, TurnRequest
 from sessions_app.runs.steering import MAX_QUEUED, STEER_GONE
 from tests.transport.helpers import connect, drain, make_session, receive_until, scripted, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOL = [{"id": "call_1", "name": "todo", "arguments": {"action": "read"}}]
-
-
-@pytest.fixture
-def registry(settings: Any) -> Any:
-    settings.WS_DELTA_COALESCE_MS = 0
-    reg = RunRegistry()
-    set_run_registry(reg)
-    yield reg
-    set_run_registry(None)
 
 
 def _req(agent_env: Any, text: str = "hi") -> TurnRequest:

@@ -21,20 +21,10 @@ from sessions_app.runs import (
     get_run_registry,
     run_recall_turn,
     run_recall_turn_blocking,
-    set_run_registry,
 )
 from tests.transport.helpers import connect, drain, make_session, receive_until, scripted, simple_answer, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def registry(settings: Any) -> Any:
-    settings.WS_DELTA_COALESCE_MS = 0
-    reg = RunRegistry()
-    set_run_registry(reg)
-    yield reg
-    set_run_registry(None)
 
 
 async def _log_has(registry: RunRegistry, sid: str, n: int) -> None:
