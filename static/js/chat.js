@@ -23,6 +23,7 @@ const s = {
   turn: null, text: null, textBuf: "", renderTimer: null, thinking: null,
   localPending: false, lastSent: null, pendingSync: false, runEventsSinceOpen: 0,
   lastRenderedSeq: 0, historyKey: "", firstSeq: null, stopTimer: null, openToken: 0, todoTimer: null,
+  turnsBegun: 0, // counts turns started here (sent or seen): a history read older than one is stale
 };
 
 export function initChat(elements) {
@@ -131,6 +132,7 @@ function onSteerAccepted(ev) {
   closeText();
   if (s.turn) s.turn.node.classList.remove("live");
   const user = userMessage({ content: ev.content, createdAt: new Date().toISOString() });
+  s.turnsBegun += 1;
   const turn = assistantTurn();
   turn.node.classList.add("live");
   const anchor = firstPending();
@@ -373,11 +375,14 @@ async function loadEarlier(button) {
 async function reload({ force = false, keepWitnessed = false } = {}) {
   const id = store.currentId;
   if (!id) return;
+  const begun = s.turnsBegun;
   try {
     const detail = await api.getSession(id);
     if (id !== store.currentId) return;
+    // A turn began while this was read (it may even have ended): the read may predate its saved
+    // answer, which is on screen. That turn's session_sync reloads again; this one is stale.
+    if (s.turn || s.localPending || begun !== s.turnsBegun) return;
     applyDetail(detail);
-    if (s.turn) return; // a turn started meanwhile: reload again when it ends
     if (keepWitnessed) {
       // This tab saw the whole turn live (richer than history: subagent nesting, timings):
       // keep it on screen and only take the history's bookkeeping.
@@ -795,6 +800,7 @@ export async function send({ text, images = [], files = [] }) {
   els.messages.append(userMessage({ content: text, images, files, createdAt: new Date().toISOString() }));
   s.lastSent = { text, images, files };
   s.localPending = true;
+  s.turnsBegun += 1;
   s.stick = true;
   scrollDown(true);
   set({ busy: true });

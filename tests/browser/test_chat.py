@@ -81,6 +81,37 @@ def test_login_empty_state_and_new_session(watched: Watched, browser_navi: LiveN
     expect(page.locator("#composer-input")).to_be_enabled()
 
 
+def test_slow_history_read_from_before_the_turn_keeps_the_answer(watched: Watched, fake: FakeLLMServer) -> None:
+    """A new conversation reloads its history when its socket opens; on a busy server that read can be
+    answered after the whole first turn has streamed. What it read then (no answer yet) must not
+    replace the answer on screen."""
+    page = watched.open()
+    held: list[Any] = []
+
+    def hold_first_history_read(route: Any) -> None:
+        if held or "limit=200" not in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r".*/sessions/[0-9a-f-]{32,36}\?.*"), hold_first_history_read)
+    fake.script(text="The answer is **forty-two**.")
+    send(page, "what is the answer?")
+    expect(last_answer(page).locator("strong")).to_have_text("forty-two")
+    wait_idle(page)
+    assert held, "the history read on connect was never made"
+    stale = held[0].fetch()
+    body = stale.json()
+    body["messages"] = [m for m in body["messages"] if m["role"] == "user"]  # as read before the answer was saved
+    body["busy"] = False
+    held[0].fulfill(response=stale, json=body)
+    page.evaluate("() => new Promise((done) => setTimeout(done, 300))")
+    expect(last_answer(page).locator("strong")).to_have_text("forty-two")
+    expect(page.locator("#messages .msg.assistant")).to_have_count(1)
+    page.reload()
+    expect(last_answer(page).locator("strong")).to_have_text("forty-two")
+
+
 def test_sidebar_order_pin_rename_delete_search(watched: Watched, browser_navi: LiveNavi) -> None:
     older = create_session(browser_navi, "Alpha groceries")
     newer = create_session(browser_navi, "Beta server logs")
