@@ -333,9 +333,30 @@ def _in_thread(name: str, check: Check, out: dict[str, list[Finding]]) -> None:
         connections.close_all()  # this thread's own connections
 
 
+def _settle_sqlite_journal() -> None:
+    """Open a SQLite database once before the checks' threads do. On a new file each connection's
+    ``PRAGMA journal_mode=WAL`` must upgrade its lock, and when two do it at once SQLite refuses one
+    at once ("database is locked": the busy timeout does not apply to a lock upgrade that could
+    deadlock), which reported a fresh install's database as unreachable. Once the file is in WAL
+    mode, the pragma takes no lock."""
+    from django.db import connections
+
+    if connections["default"].vendor != "sqlite":
+        return
+    for _ in range(3):
+        try:
+            connections["default"].ensure_connection()
+            break
+        except Exception:  # noqa: BLE001 - the database check reports what is wrong
+            connections["default"].close()
+            time.sleep(0.05)
+    connections["default"].close()
+
+
 def run_checks(checks: tuple[tuple[str, Check], ...] = CHECKS, *, timeout: float = CHECK_TIMEOUT) -> list[Finding]:
     """Every check at once; each gets ``timeout`` seconds. Findings in the order of ``checks``."""
     out: dict[str, list[Finding]] = {}
+    _settle_sqlite_journal()
     threads = [threading.Thread(target=_in_thread, args=(name, fn, out), name=f"doctor-{name}", daemon=True)
                for name, fn in checks]
     for thread in threads:

@@ -168,11 +168,49 @@ def test_command_exits_non_zero_and_prints_fixes(tmp_path, black_hole) -> None:
     out = subprocess.run([sys.executable, "manage.py", "doctor"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "ERROR   database: sqlite:" in out.stdout and "fix: Run `python manage.py migrate`" in out.stdout
-    assert f"ERROR   model server: Ollama at http://{host}:{port} is not reachable" in out.stdout
+    assert "ERROR   database: sqlite:" in out.stdout, out.stdout + out.stderr
+    assert "fix: Run `python manage.py migrate`" in out.stdout, out.stdout
+    assert f"ERROR   model server: Ollama at http://{host}:{port} is not reachable" in out.stdout, out.stdout
     seconds = float(out.stdout.rsplit(" in ", 1)[1].split(" s.")[0])
     assert seconds < 10
     out = subprocess.run([sys.executable, "manage.py", "doctor", "--json"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=120)
     report = json.loads(out.stdout[out.stdout.index("{"):out.stdout.rindex("}") + 1])
     assert out.returncode == 1 and report["status"] == "error"
+
+
+CHECKS_ON_NEW_FILES = """
+import os, sys, tempfile, threading
+import django
+django.setup()
+from django.db import connections
+from navi_site import doctor, probes
+
+def database_at_once(barrier):
+    def check():
+        barrier.wait(timeout=10)
+        result = probes.check_database_sync()
+        status = "ok" if result["ok"] else "error"
+        return [doctor.Finding(check="db", status=status, message=result.get("error", ""))]
+    return check
+
+failures = []
+for round_ in range(25):
+    connections["default"].close()
+    connections["default"].settings_dict["NAME"] = os.path.join(tempfile.mkdtemp(), "navi.db")
+    barrier = threading.Barrier(4)
+    checks = tuple((f"db{i}", database_at_once(barrier)) for i in range(4))
+    failures += [f.message for f in doctor.run_checks(checks, timeout=30) if f.status != "ok"]
+print(len(failures), failures[:1])
+"""
+
+
+def test_checks_opening_a_new_sqlite_file_at_once_all_reach_it(tmp_path) -> None:
+    """Four checks open a brand-new SQLite file at the same moment (as doctor does on a fresh install):
+    none may report the database unreachable ("database is locked" while the first ones switch it to WAL)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update({"NAVI_DATA_DIR": str(tmp_path / "data"), "DJANGO_SETTINGS_MODULE": "navi_site.settings"})
+    out = subprocess.run([sys.executable, "-c", CHECKS_ON_NEW_FILES], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout
