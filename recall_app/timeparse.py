@@ -3,7 +3,8 @@
 Strict: a small grammar, no fuzzy guessing. Accepted forms (case-insensitive):
 
 * durations from now: ``30m``, ``45s``, ``2h 15m``, ``1d``, ``1h30m``, ``in 3 hours``,
-  ``in 90 minutes``, ``in an hour``. Added to ``now`` as absolute time, so ``in 24 hours``
+  ``in 90 minutes``, ``in an hour``, ``in three minutes``, ``half an hour``; marked as from now
+  or not (``now+3m``, ``+3m``, ``after 3 minutes``, ``5 minutes from now``, ``10 minutes later``). Added to ``now`` as absolute time, so ``in 24 hours``
   is exactly 24 h even across a daylight-saving change.
 * wall-clock times: ``[today|tomorrow|<weekday>|next <weekday>] [at] <time>`` (the day
   may also follow the time: ``9am tomorrow``); ``<time>`` is ``14:00``, ``9:05``,
@@ -91,9 +92,23 @@ def _local_zone(timezone_offset: str | None, tz: ZoneInfo | None) -> tzinfo:
     return tz or UTC
 
 
+_NUMBER_WORDS = {word: str(n) for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())} | {"thirty": "30", "forty": "40", "forty-five": "45",
+                                                            "fifty": "50", "sixty": "60", "ninety": "90"}
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b")
+# How people and models mark a duration as counted from now: "now+3m", "+3m", "after 3 minutes",
+# "3 minutes from now", "10 minutes later". The duration itself is the same grammar either way.
+_FROM_NOW_PREFIX_RE = re.compile(r"^(?:now\s*\+\s*|\+\s*|after\s+)")
+_FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
+
+
 def parse_duration(text: str) -> int | None:
-    """Seconds of a duration like ``2h 15m`` / ``in 90 minutes``; None if ``text`` is not one."""
+    """Seconds of a duration like ``2h 15m`` / ``in 90 minutes`` / ``three minutes from now``;
+    None if ``text`` is not one."""
     text = " ".join(text.strip().lower().split())
+    text = _FROM_NOW_SUFFIX_RE.sub("", _FROM_NOW_PREFIX_RE.sub("", text))
+    text = _NUMBER_WORD_RE.sub(lambda m: _NUMBER_WORDS[m.group(1)], text.replace("half an hour", "30 minutes"))
     if not text or not _DURATION_RE.match(text):
         return None
     total = 0.0
