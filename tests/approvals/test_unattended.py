@@ -113,7 +113,8 @@ async def test_park_waits_for_the_user_and_approving_resumes_it(env) -> None:
 
         deadline = time.monotonic() + 20  # the run history says so once the approval is announced
         shown, outcome = await sync_to_async(banner)()
-        while outcome != "waiting_approval" and time.monotonic() < deadline:
+        # banner() reads the recall before the run: wait until one read saw both parked.
+        while (outcome != "waiting_approval" or "waiting_approval" not in shown) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             shown, outcome = await sync_to_async(banner)()
         assert outcome == "waiting_approval"
