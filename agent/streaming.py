@@ -7,7 +7,8 @@ model calls tools, the loop emits the whole reasoning as one ``turn_thinking``
 (spec 002 "Typical Event Sequences").
 
 With the local-model aids on, text that looks like the start of a tool call
-written as JSON (``{"name": …``, a ```json fence, ``<tool_call>``) is held back
+written as JSON (``{"name": …``, a ```json fence, ``<tool_call>``) or as markup (``<tools>``,
+``<function name=…>``) is held back
 until the end of the stream, so the user never sees raw call JSON when it turns
 out to be a call.
 """
@@ -22,7 +23,10 @@ from agent.llm.base import StreamChunk, ToolCallRequest
 # Where a call written as text may begin.
 _CALL_START = re.compile(
     r'\{\s*"(?:name|tool|tool_name|function|type)"\s*:|<tool_call>|```[ \t]*(?:json|tool_call|tool|tool_code)?[ \t]*\n\s*[\[{]'
+    r"|<(?:tools?|tool_calls?|functions?|function_call|invoke)(?=[\s>=])"
 )
+# The tags models wrap a call in when they write it as markup (Qwen writes "<tools>\n<function name=…>").
+_CALL_TAGS = ("<tool_call>", "<tool_calls>", "<tools>", "<tool ", "<function", "<functions>", "<invoke")
 # Text kept back at the end while streaming, in case a call opener straddles two deltas.
 _TAIL = 24
 _OPENER_CHARS = ("{", "[", "<", "`")
@@ -139,6 +143,8 @@ class StreamedCall:
         # plain prose streams without delay.
         tail_start = max(self._emitted, len(text) - _TAIL)
         opener = max(text.rfind(c, tail_start) for c in _OPENER_CHARS)
+        while opener > self._emitted and text[opener] == "`" and text[opener - 1] == "`":
+            opener -= 1  # hold a whole run of backticks: "``" then "`json" is one fence
         return opener if opener >= 0 else len(text)
 
 
@@ -159,7 +165,7 @@ def _opening(stripped: str) -> str:
     """How to treat the start of an answer: "lock" (looks like a call), "wait" or "stream"."""
     if not stripped:
         return "wait"
-    if stripped[0] == "{" or stripped.startswith("<tool_call>"):
+    if stripped[0] == "{" or stripped.lower().startswith(_CALL_TAGS):
         return "lock"
     if stripped[0] == "[":
         rest = stripped[1:].lstrip()
@@ -170,6 +176,6 @@ def _opening(stripped: str) -> str:
         if "\n" not in stripped or not stripped.split("\n", 1)[1].strip():
             return "wait"  # the fence's first line, or nothing after it yet: what follows decides
         return "lock" if _CALL_START.match(stripped) else "stream"
-    if len(stripped) < len("<tool_call>") and "<tool_call>".startswith(stripped):
+    if stripped[0] == "<" and any(tag.startswith(stripped.lower()) for tag in _CALL_TAGS):
         return "wait"
     return "stream"

@@ -53,3 +53,27 @@ async def test_a_fence_of_code_streams_once_its_first_line_shows_it() -> None:
 async def test_code_in_prose_still_streams() -> None:
     seen, _ = await _feed(["`ls` lists ", "the files of a folder, one per line, and more words here."])
     assert "".join(seen).startswith("`ls` lists")
+
+
+@pytest.mark.parametrize("pieces", [
+    ["<tools>\n", '<function name="filesystem" action="stat" path="x">\n', "</function>\n</tools>"],
+    ["<", "tool", "s>\n<function", '=filesystem>{"path": "x"}</function>'],
+    ["<function", ' name="todo">{"action": "read"}</function>'],
+    ["<tool_call>", '{"name": "todo"}', "</tool_call>"],
+])
+async def test_a_call_written_as_markup_is_held_back(pieces) -> None:
+    seen, call = await _feed(pieces)
+    assert seen == [] and call.opened_like_a_call
+
+
+async def test_a_fence_after_prose_shows_none_of_its_backticks() -> None:
+    # The 1.5B model: prose, then "``" and "`json" in two deltas, then the call.
+    seen, call = await _feed(["To find out, I will use the `filesystem` function with the following arguments:\n",
+                              "``", "`json\n", '{"name": "filesystem", "arguments": {"action": "read"}}\n```'])
+    assert "".join(seen) == "To find out, I will use the `filesystem` function with the following arguments:\n"
+
+
+async def test_an_answer_that_starts_with_other_markup_still_shows() -> None:
+    seen, call = await _feed(["<b>Note</b>: ", "the build passed."])
+    shown = "".join(seen) + "".join(e.delta for e in call.finish_events(is_tool_turn=False))
+    assert shown == "<b>Note</b>: the build passed." and not call.opened_like_a_call
