@@ -18,6 +18,10 @@ None of them looks at the wording of a request: they act on what the model did.
   succeeded and no todo step is open, the next step is the answer;
 - [todo_progress] for such a model: a successful call (other than ``todo``) marks the first open
   todo step done, and the nudge names the next open step;
+- [named_files] a message that names files of the session's working directory (``report.txt``) is
+  followed, in the model's context only, by a line saying those files exist, their sizes, and that
+  their content is not known until read: the fact a small model lacks when it answers a question
+  about a file from imagination. It keys on files that exist, never on how the request is worded;
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
   tool call is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.
@@ -252,3 +256,14 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
         first = _unwrapped(message.content or "").strip().split("\n", 1)[0]
         lines.append(f"- {first[:300]}")
     return "Done:\n" + "\n".join(lines)
+
+
+def named_files_note(files: list[tuple[str, int]]) -> str:
+    """The context line for files a message names (``named_files``)."""
+    listing = ", ".join(f"{name} ({_size(size)})" for name, size in files)
+    return (f"[Files named in this message exist in this chat's working directory: {listing}. "
+            "What they say is not in this conversation until you read them with the filesystem tool.]")
+
+
+def _size(size: int) -> str:
+    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / 1048576:.1f} MB"

@@ -23,6 +23,7 @@ from agent.aids import (
     LoopState,
     instruction_openers,
     interpret,
+    named_files_note,
     nudges,
     observe,
     poor_answer,
@@ -139,6 +140,9 @@ class Agent:
                         stop_event=stop_event, goal=user_message, memory=memory, guard=guard)
             await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall,
                                        metadata=dict(user_metadata or {})))
+            note = await _named_files(turn, user_message)
+            if note:
+                await turn.add(ChatMessage(role="user", content=note, metadata={"synthetic": True}), buffer="context")
             if _compression_due(state.context_token_count):
                 async for ev in self._compress(turn):
                     yield ev
@@ -633,6 +637,21 @@ def _with_files(text: str, files: Sequence[dict[str, Any]]) -> str:
         return text
     listing = "\n".join(f"- {f.get('name', '?')} ({f.get('path', '')})" for f in files)
     return f"{text}\n\n[Attached files, readable with the filesystem tool:]\n{listing}"
+
+
+async def _named_files(turn: Turn, text: str) -> str:
+    """The ``named_files`` aid's context line for the files ``text`` names, or ''."""
+    profile = turn.profile
+    workspace = ports.workspace()
+    if (workspace is None or turn.subagent or not (profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
+            or "named_files" in profile.local_model_aids_off):
+        return ""
+    try:
+        files = await asyncio.to_thread(workspace.named_files, turn.session_id, text)
+    except Exception:  # noqa: BLE001 - a context aid must never break the turn
+        log.warning("named_files_failed", exc_info=True)
+        return ""
+    return named_files_note(files) if files else ""
 
 
 async def _memory(user_id: int | None) -> str | None:

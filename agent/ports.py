@@ -120,6 +120,13 @@ class ApprovalDesk(Protocol):
         ...
 
 
+class Workspace(Protocol):
+    def named_files(self, session_id: str, text: str) -> list[tuple[str, int]]:
+        """The files of the session's working directory that ``text`` names (``report.txt``), with
+        their sizes in bytes: at most a few, nothing hidden. Quick (one directory listing)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SteerNote:
     """A message the user sent while the turn ran, to be read at the turn's next step."""
@@ -150,12 +157,14 @@ class _Ports:
     skills: SkillCatalog | None = None
     approvals: ApprovalDesk | None = None
     steering: Steering | None = None
+    workspace: Workspace | None = None
 
 
 _ports = _Ports()
 _PROVIDED_BY = {"session_store": "sessions_app", "tools": "tools_app", "todo": "tools_app",
                 "profiles": "profiles_app", "memory": "memory_app", "skills": "skills_app",
-                "approvals": "approvals_app", "steering": "sessions_app"}
+                "approvals": "approvals_app", "steering": "sessions_app",
+                "workspace": "tools_app"}
 
 
 def provide(**implementations: Any) -> None:
@@ -203,6 +212,10 @@ def approvals() -> ApprovalDesk | None:
 
 def steering() -> Steering | None:
     return _ports.steering
+
+
+def workspace() -> Workspace | None:
+    return _ports.workspace
 
 
 def snapshot() -> dict[str, Any]:

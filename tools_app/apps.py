@@ -12,11 +12,11 @@ class ToolsAppConfig(AppConfig):
         from agent import ports
         from tools_app.builtins_meta.agents import SpawnAgentTool, SwitchProfileTool
         from tools_app.models import ToolConfig
-        from tools_app.provider import FileTodoBoard, RegistryToolProvider
+        from tools_app.provider import FileTodoBoard, RegistryToolProvider, SessionWorkspace
         from tools_app.registry import register_builtin
         from tools_app.selectors import invalidate_tool_configs
 
-        ports.provide(tools=RegistryToolProvider(), todo=FileTodoBoard())
+        ports.provide(tools=RegistryToolProvider(), todo=FileTodoBoard(), workspace=SessionWorkspace())
         register_builtin(SpawnAgentTool)
         register_builtin(SwitchProfileTool)
 

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.support.agent_env import types
 
@@ -189,3 +191,43 @@ async def test_only_the_first_of_several_text_calls_runs(agent_env) -> None:
     agent_env.fake.script(text="Your list is empty.")
     events = await agent_env.run("what's on my list?")
     assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo"]
+
+
+def _workspace(session_id: str) -> Path:
+    root = Path(settings.SESSION_FILES_DIR) / session_id
+    (root / "notes").mkdir(parents=True, exist_ok=True)
+    (root / "report.txt").write_text("Quarterly report\nAuthor: someone\n")
+    (root / "notes" / "plan.md").write_text("# plan\n")
+    (root / "other.txt").write_text("not named\n")
+    (root / ".navi").mkdir(exist_ok=True)
+    return root
+
+
+async def test_files_a_message_names_are_said_to_exist_in_the_models_context_only(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    agent_env.fake.script(text="Let me look.")
+    await agent_env.run("Who wrote report.txt? Compare it with plan.md, not with xreport.txt or report.txt.bak.")
+    messages = agent_env.requests()[0]["messages"]
+    asked = next(i for i, m in enumerate(messages) if m["role"] == "user" and m["content"].startswith("Who wrote"))
+    note = messages[asked + 1]
+    assert note["role"] == "user"
+    assert "working directory: report.txt (33 B), notes/plan.md (7 B)." in note["content"]
+    assert "other.txt" not in note["content"] and "filesystem tool" in note["content"]
+    assert [m.content for m in await agent_env.messages()] == [
+        "Who wrote report.txt? Compare it with plan.md, not with xreport.txt or report.txt.bak.", "Let me look."]
+    # The next turn's request has the note where it was: the prefix the server cached is unchanged.
+    agent_env.fake.script(text="Anything else?")
+    await agent_env.run("thanks")
+    again = agent_env.requests()[1]["messages"]
+    assert again[: len(messages)] == messages
+
+
+async def test_no_note_for_a_message_naming_no_file_or_with_the_aid_off(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    agent_env.fake.script(text="Hello!")
+    await agent_env.run("Hi, what can you do?")
+    agent_env.fake.script(text="Let me look.")
+    await agent_env.set_profile(local_model_aids_off=["named_files"])
+    await agent_env.run("Who wrote report.txt?")
+    for request in agent_env.requests():
+        assert not any("working directory" in m["content"] for m in request["messages"] if m["role"] == "user")
