@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -57,6 +58,24 @@ def call_schema(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     return {"anyOf": branches}
 
 
+# A pattern only a constrained call's grammar applies (as "pattern"): what a tool's own parser reads,
+# in the regex subset grammar engines compile. Not "pattern" itself: validation after generation and
+# native callers keep the tool's full leniency (upper case, more forms), and the prompt omits it.
+GRAMMAR_PATTERN = "x-navi-pattern"
+
+def without_grammar_patterns(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The definitions as the model reads them: ``GRAMMAR_PATTERN`` removed (it only costs prompt tokens)."""
+    return [_strip_pattern(s) if GRAMMAR_PATTERN in json.dumps(s) else s for s in schemas]
+
+
+def _strip_pattern(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_pattern(v) for k, v in node.items() if k != GRAMMAR_PATTERN}
+    if isinstance(node, list):
+        return [_strip_pattern(v) for v in node]
+    return node
+
+
 # Keywords a grammar engine needs; descriptions and the like only cost grammar size.
 _KEEP = frozenset({"type", "properties", "required", "items", "enum", "const", "anyOf", "oneOf",
                    "additionalProperties", "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength"})
@@ -70,6 +89,9 @@ def grammar_parameters(parameters: Any) -> dict[str, Any]:
         return {"type": "object"}
     out: dict[str, Any] = {}
     for key, value in parameters.items():
+        if key == GRAMMAR_PATTERN and isinstance(value, str):
+            out["pattern"] = value
+            continue
         if key not in _KEEP:
             continue
         if key == "properties" and isinstance(value, dict):
@@ -187,9 +209,12 @@ def described_call(text: str, names: set[str]) -> bool:
                                                    for n in names)
 
 
-def call_messages(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """The request of a constrained call: the conversation, then the instruction."""
-    return [*messages, ChatMessage(role="system", content=CALL)]
+def call_messages(messages: list[ChatMessage], *, now: datetime | None = None) -> list[ChatMessage]:
+    """The request of a constrained call: the conversation, then the instruction with the time now (UTC),
+    which a call's time arguments count from. It comes last and is never stored: the prefix stays cached."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    return [*messages, ChatMessage(role="system", content=f"{CALL} The time now is {now:%Y-%m-%dT%H:%MZ} "
+                                                          f"({now:%A}, UTC).")]
 
 
 # A sentence ends at . ! or ? before a space, unless the period closes an abbreviation: a dotted one

@@ -42,6 +42,7 @@ from agent.decide import (
     call_schema,
     described_call,
     parse_decision,
+    without_grammar_patterns,
 )
 from agent.decide import repair_note as decision_repair_note
 from agent.domains import PROFILES, TOOLS, close_domains
@@ -512,7 +513,7 @@ class Agent:
         profile = turn.profile
         backend: LLMBackend = get_backend(profile.llm_backend)
         gen = backend.stream_complete(
-            messages, model=_model(profile), tools=tools or None,
+            messages, model=_model(profile), tools=without_grammar_patterns(tools) or None,
             think=bool(profile.think_enabled and settings.OLLAMA_THINK),
             temperature=profile.temperature, num_ctx=_max_context(), format=format,
         )

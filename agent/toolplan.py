@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.decide import first_sentence
+from agent.decide import GRAMMAR_PATTERN, first_sentence, without_grammar_patterns
 from agent.llm.base import ChatMessage
 
 FIND_TOOLS = "find_tools"
@@ -40,7 +40,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def schema_tokens(schemas: Iterable[dict[str, Any]]) -> int:
-    return sum(estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in schemas)
+    return sum(estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in without_grammar_patterns(list(schemas)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,7 +81,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _compact_parameters(parameters: Any) -> Any:
     if not isinstance(parameters, dict):
         return parameters
-    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title")}
+    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title", GRAMMAR_PATTERN)}
     if isinstance(out.get("description"), str):
         out["description"] = first_sentence(out["description"], PARAM_DESCRIPTION_CHARS)
         if not out["description"]:

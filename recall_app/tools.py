@@ -7,10 +7,12 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from agent.ctx import current_session_id, current_user_id
+from agent.decide import GRAMMAR_PATTERN
 from agent.domains import DOMAIN_KEY, TOOLS
 from navi_site.errors import NaviError
 from recall_app import services
 from recall_app.models import Recall
+from recall_app.timeparse import WHEN_PATTERN
 from sessions_app.models import Session
 from tools_app.base import Tool, ToolError, ToolResult
 
@@ -75,7 +77,7 @@ class ScheduleRecallTool(Tool):
                           "description": "once, recurring or immediate."},
             "when": {"type": "string", "description": "Trigger time, required for once/recurring. Relative "
                      "formats preferred: '30m', '2h 15m', 'in 3 hours', 'tomorrow at 09:00'. ISO 8601 only if "
-                     "the timezone is known."},
+                     "the timezone is known.", GRAMMAR_PATTERN: WHEN_PATTERN},
             "timezone_offset": {"type": "string", "description": "±HH:MM, e.g. '+02:00': the user's timezone "
                                 "for absolute and clock times, when known."},
             "interval_seconds": {"type": "integer", "minimum": 1, "description": "Repeat interval in seconds, "

@@ -4,6 +4,7 @@ streams unconstrained; answers after tools are words, honestly."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -337,3 +338,13 @@ async def test_a_one_off_reminder_without_its_time_is_generated_again_with_it(ag
     (branch,) = [b for b in grammar["anyOf"] if b["properties"]["tool"] == {"const": "schedule_recall"}]
     once = next(v for v in branch["properties"]["arguments"]["anyOf"] if v["properties"]["call_type"] == {"const": "once"})
     assert "when" in once["required"]
+    # ... and the time only in a form the recall parser reads (the grammar's pattern), counted from the
+    # time the instruction gives; the model's prompt has neither the pattern nor the time.
+    from recall_app.timeparse import WHEN_PATTERN
+
+    assert once["properties"]["when"]["pattern"] == WHEN_PATTERN
+    instruction = agent_env.fake.chat_requests[1].json["messages"][-1]["content"]
+    assert re.search(r"The time now is \d{4}-\d\d-\d\dT\d\d:\d\dZ \(\w+day, UTC\)\.$", instruction)
+    for request in agent_env.fake.chat_requests:
+        assert "x-navi-pattern" not in json.dumps(request.json.get("tools")) and "pattern" not in json.dumps(
+            request.json.get("tools"))

@@ -175,3 +175,31 @@ def test_parse_interval_refuses(value: object) -> None:
 )
 def test_describe_delta(delta: int, text: str) -> None:
     assert describe_delta(NOW + timedelta(seconds=delta), now=NOW) == text
+
+
+GRAMMAR_FORMS = ["30m", "45s", "2h 15m", "1h30m", "in 3 hours", "in 90 minutes", "in an hour", "in three minutes",
+                 "now+3m", "now + 2 hours", "+45s", "after 3 minutes", "5 minutes from now", "10 minutes later",
+                 "2 hours and 5 minutes", "1h, 30m", "at 14:00", "14:00", "today at 18:30", "tomorrow at 09:00",
+                 "tomorrow 9am", "9am tomorrow", "today 6:30 pm", "monday at 17:00", "next monday 8am",
+                 "on friday at 9:30 pm", "noon", "midnight", "2026-05-17T14:00:00Z", "2026-05-17T14:00+02:00",
+                 "2026-05-17T14:00"]
+
+
+@pytest.mark.parametrize("when", GRAMMAR_FORMS)
+def test_what_the_grammar_lets_a_model_write_is_read(when: str) -> None:
+    import re
+
+    from recall_app.timeparse import WHEN_PATTERN
+
+    assert re.fullmatch(WHEN_PATTERN, when), when
+    assert parse_when(when, now=NOW) > NOW
+
+
+@pytest.mark.parametrize("when", ["0 0 * * *", "soon", "now", "3 minutes ago", "2026-11-25 14:30", "every hour",
+                                  "tomorrow", "in a bit", "14", "25:00", "13pm", "PT3M"])
+def test_the_grammar_rules_out_what_is_not_read(when: str) -> None:
+    import re
+
+    from recall_app.timeparse import WHEN_PATTERN
+
+    assert not re.fullmatch(WHEN_PATTERN, when)
