@@ -108,16 +108,29 @@ def grammar_parameters(parameters: Any) -> dict[str, Any]:
         out.pop("additionalProperties", None)
     variants = _case_variants(out, parameters.get("allOf"))
     if variants:
-        return {"anyOf": variants}
-    return out or {"type": "object"}
+        return {"anyOf": [_without_optional_numbers(v) for v in variants]}
+    return _without_optional_numbers(out) or {"type": "object"}
+
+
+def _without_optional_numbers(node: dict[str, Any]) -> dict[str, Any]:
+    """An object without its optional numeric properties (limits, offsets, caps): each has a default,
+    and a small model under a grammar fills every property it is offered (``"limit": 1`` on a read
+    returned the file's first line). A required number stays."""
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return node
+    required = set(node.get("required") or ())
+    kept = {name: prop for name, prop in props.items()
+            if name in required or not (isinstance(prop, dict) and prop.get("type") in ("integer", "number"))}
+    return {**node, "properties": kept} if len(kept) != len(props) else node
 
 
 def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | None:
     """Conditions a grammar engine cannot read, as variants it can: an object whose ``allOf`` is made
     of ``{"if": {"properties": {D: {"const": v}}}, "then": {"required": [...]}}`` on one enumerated
     property D becomes one object per value of D, each requiring what its case requires (a one-off
-    reminder then cannot be generated without its time). Anything else: None (the conditions are
-    only validated after generation)."""
+    reminder then cannot be generated without its time) and offering no property that only other
+    cases require. Anything else: None (the conditions are only validated after generation)."""
     if not isinstance(all_of, list) or not all_of or not isinstance(base.get("properties"), dict):
         return None
     cases: dict[Any, list[str]] = {}
@@ -137,10 +150,14 @@ def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | 
     values = (base["properties"].get(key) or {}).get("enum")
     if not isinstance(values, list) or not set(cases) <= set(values):
         return None
+    # A property some case requires belongs to that case: the other variants leave it out (a read is
+    # not offered the content of a write).
+    claimed = {name for names in cases.values() for name in names}
     variants = []
     for value in values:
         required = list(dict.fromkeys([*base.get("required", []), str(key), *cases.get(value, [])]))
-        variants.append({**base, "properties": {**base["properties"], key: {"const": value}}, "required": required})
+        props = {name: prop for name, prop in base["properties"].items() if name not in claimed or name in required}
+        variants.append({**base, "properties": {**props, key: {"const": value}}, "required": required})
     return variants
 
 

@@ -71,7 +71,8 @@ class ToolPlan:
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The definition with the first sentence of its description and short parameter descriptions."""
+    """The definition with the first sentence of its description and short parameter descriptions; no
+    conditions between fields (allOf): the grammar and validation enforce those."""
     function = dict(schema.get("function") or {})
     function["description"] = first_sentence(str(function.get("description") or ""))
     function["parameters"] = _compact_parameters(function.get("parameters"))
@@ -81,7 +82,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _compact_parameters(parameters: Any) -> Any:
     if not isinstance(parameters, dict):
         return parameters
-    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title", GRAMMAR_PATTERN)}
+    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title", "allOf", GRAMMAR_PATTERN)}
     if isinstance(out.get("description"), str):
         out["description"] = first_sentence(out["description"], PARAM_DESCRIPTION_CHARS)
         if not out["description"]:

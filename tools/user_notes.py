@@ -35,6 +35,11 @@ parameters = {
         "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "For list/search: max notes (20)."},
     },
     "required": ["action"],
+    "allOf": [
+        {"if": {"properties": {"action": {"const": "add"}}}, "then": {"required": ["text"]}},
+        {"if": {"properties": {"action": {"const": "search"}}}, "then": {"required": ["query"]}},
+        {"if": {"properties": {"action": {"const": "delete"}}}, "then": {"required": ["id"]}},
+    ],
 }
 
 MAX_TEXT = 5000

@@ -65,7 +65,9 @@ async def test_a_call_of_a_tool_that_does_not_exist_is_generated_again_under_the
     schema = agent_env.fake.schema_of(constrained_request)
     assert sorted(schema_names(schema)) == sorted(OFFERED)  # only real tools, each with its own parameters
     todo = next(b for b in schema["anyOf"] if b["properties"]["tool"]["const"] == "todo")
-    assert todo["properties"]["arguments"]["properties"]["action"]["enum"] == ["set", "update", "read"]
+    actions = todo["properties"]["arguments"]["anyOf"]  # one variant per action, each with its own fields
+    assert [(v["properties"]["action"]["const"], v["required"]) for v in actions] == [
+        ("set", ["action", "steps"]), ("update", ["action", "step", "status"]), ("read", ["action"])]
     assert "Write the one tool call" in constrained_request.json["messages"][-1]["content"]
     # The same prompt prefix in every request (system prompt and tools), so the server's cache holds.
     assert len({json.dumps([r.json["messages"][0], r.json.get("tools")]) for r in agent_env.fake.chat_requests}) == 1
@@ -316,7 +318,12 @@ def test_conditions_on_an_enumerated_field_become_one_grammar_variant_per_value(
     assert [(v["properties"]["kind"], v["required"]) for v in variants] == [
         ({"const": "once"}, ["kind", "when"]), ({"const": "every"}, ["kind", "when", "interval"]),
         ({"const": "now"}, ["kind"])]
-    assert all(v["properties"]["when"] == {"type": "string"} for v in variants)
+    # A field only some cases require is offered to those cases only; an optional number to none.
+    assert [sorted(v["properties"]) for v in variants] == [["kind", "when"], ["interval", "kind", "when"], ["kind"]]
+    assert variants[0]["properties"]["when"] == {"type": "string"}
+    plain = grammar_parameters({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"},
+                                                                 "step": {"type": "integer"}}, "required": ["step"]})
+    assert sorted(plain["properties"]) == ["path", "step"]
     # A condition of another shape is left to validation after generation.
     odd = {**parameters, "allOf": [{"if": {"properties": {"when": {"pattern": "^in"}}}, "then": {"required": ["kind"]}}]}
     assert "anyOf" not in grammar_parameters(odd) and "allOf" not in grammar_parameters(odd)

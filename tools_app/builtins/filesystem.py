@@ -351,6 +351,14 @@ class FilesystemTool(Tool):
                           "description": "read: max bytes returned (default 100000)."},
         },
         "required": ["action"],
+        # What each action needs, in standard JSON Schema: validated before a call runs, and a constrained
+        # call's grammar offers each action only its own fields (agent.decide).
+        "allOf": [
+            {"if": {"properties": {"action": {"const": "write"}}}, "then": {"required": ["content"]}},
+            {"if": {"properties": {"action": {"const": "append"}}}, "then": {"required": ["content"]}},
+            {"if": {"properties": {"action": {"const": "move"}}}, "then": {"required": ["destination"]}},
+            {"if": {"properties": {"action": {"const": "search"}}}, "then": {"required": ["pattern"]}},
+        ],
         "additionalProperties": False,
     }
     timeout = 30.0

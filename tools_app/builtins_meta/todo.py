@@ -130,6 +130,10 @@ class TodoTool(Tool):
             "note": {"type": "string", "description": "For update: a short note (e.g. why it failed)."},
         },
         "required": ["action"],
+        "allOf": [
+            {"if": {"properties": {"action": {"const": "set"}}}, "then": {"required": ["steps"]}},
+            {"if": {"properties": {"action": {"const": "update"}}}, "then": {"required": ["step", "status"]}},
+        ],
     }
     timeout: ClassVar[float] = 10.0
 
