@@ -149,7 +149,7 @@ class StreamedCall:
 
 
 REFUSAL_OPENERS = ("i'm sorry", "i am sorry", "sorry", "i can't", "i cannot", "i can not", "i'm unable",
-                   "i am unable", "unfortunately")
+                   "i am unable", "unfortunately", "i apologize", "i apologise")
 
 
 def _refusal_opening(stripped: str, openers: tuple[str, ...] = REFUSAL_OPENERS) -> str:

@@ -168,13 +168,15 @@ async def test_an_old_ollama_without_schemas_falls_back_to_text_calls_with_a_log
     assert all("format" not in r.json for r in agent_env.fake.chat_requests[-2:])
 
 
-async def test_after_successful_tools_a_refusal_is_asked_again_and_never_shown(agent_env) -> None:
+@pytest.mark.parametrize("refusal", ["I'm sorry, but I can't assist with that.",
+                                     "I apologize, but I cannot assist with that request."])  # the 1.5B, round 4
+async def test_after_successful_tools_a_refusal_is_asked_again_and_never_shown(agent_env, refusal) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("todo", action="set", steps=["a", "b"]))
-    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text=refusal)
     agent_env.fake.script(text="Your list now has two steps: a and b.")
     events = await agent_env.run("set up my list with a and b")
-    assert "sorry" not in shown(events).lower()
+    assert "sorry" not in shown(events).lower() and "apologize" not in shown(events).lower()
     assert events[-1]["content"] == "Your list now has two steps: a and b." == shown(events)
     assert "Your tools did their work" in agent_env.fake.chat_requests[-1].json["messages"][-1]["content"]
 
