@@ -205,10 +205,31 @@ def argument_problem(arguments: dict[str, Any], parameters: Any) -> str | None:
         error = next(iter(Draft202012Validator(parameters).iter_errors(arguments)), None)
     except SchemaError:  # a tool with a broken schema: its own validation will speak
         return None
-    if error is None:
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{where + ': ' if where else ''}{error.message}"
+    return _copied_description(arguments, parameters)
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any]) -> str | None:
+    """A text argument that repeats the schema's own description of a parameter is no value: a small
+    model copies what it read last ("your self-instruction, written as a todo naming tools, files or
+    urls" as a reminder's instruction). Six words or more, found in a parameter's description (an
+    example a description gives, like 'tomorrow at 09:00', is shorter and stays a value)."""
+    props = parameters.get("properties")
+    if not isinstance(props, dict):
         return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where + ': ' if where else ''}{error.message}"
+    described = [_words(str(p.get("description") or "")) for p in props.values() if isinstance(p, dict)]
+    for name, value in arguments.items():
+        said = _words(value) if isinstance(value, str) else ""
+        if len(said.split()) >= 6 and any(said in text for text in described):
+            return (f"{name}: {value[:80]!r} repeats the description of a parameter; write the value itself, "
+                    "taken from what the user asked")
+    return None
 
 
 def repair_note(problem: str) -> str:

@@ -357,3 +357,17 @@ async def test_a_one_off_reminder_without_its_time_is_generated_again_with_it(ag
     for request in agent_env.fake.chat_requests:
         assert "x-navi-pattern" not in json.dumps(request.json.get("tools")) and "pattern" not in json.dumps(
             request.json.get("tools"))
+
+
+def test_a_value_that_repeats_a_parameters_description_is_not_valid() -> None:
+    from agent.decide import argument_problem
+
+    parameters = {"type": "object", "properties": {
+        "message": {"type": "string", "description": "Your self-instruction, written as a todo naming tools, files or URLs."},
+        "when": {"type": "string", "description": "Trigger time: '30m', 'in 3 hours', 'tomorrow at 09:00'."}}}
+    problem = argument_problem({"message": "your self-instruction, written as a todo naming tools, files or urls.",
+                                "when": "3m"}, parameters)
+    assert problem and problem.startswith("message: ") and "repeats the description" in problem
+    # A short value, or one that only shares words with a description, is a value.
+    assert argument_problem({"message": "Remind the user to stretch, naming tools", "when": "tomorrow at 09:00"},
+                            parameters) is None
