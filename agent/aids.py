@@ -19,7 +19,7 @@ None of them looks at the wording of a request: they act on what the model did.
 - [todo_progress] for such a model: a successful call (other than ``todo``) marks the first open
   todo step done, and the nudge names the next open step;
 - [named_files] a message that names files of the session's working directory (``report.txt``) is
-  followed, in the model's context only, by a line saying those files exist, their sizes, and that
+  followed, in the model's context only, by a line naming those files (each in quotes) and saying that
   their content is not known until read: the fact a small model lacks when it answers a question
   about a file from imagination. It keys on files that exist, never on how the request is worded;
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
@@ -28,6 +28,7 @@ None of them looks at the wording of a request: they act on what the model did.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -259,11 +260,8 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
 
 
 def named_files_note(files: list[tuple[str, int]]) -> str:
-    """The context line for files a message names (``named_files``)."""
-    listing = ", ".join(f"{name} ({_size(size)})" for name, size in files)
-    return (f"[Files named in this message exist in this chat's working directory: {listing}. "
+    """The context line for files a message names (``named_files``). Each path stands alone in quotes:
+    a size after it ("report.txt (58 B)") was copied into a call's path by the 0.5B model."""
+    listing = ", ".join(json.dumps(name, ensure_ascii=False) for name, _size in files)
+    return (f"[Files named in this message are in this chat's working directory: {listing}. "
             "What they say is not in this conversation until you read them with the filesystem tool.]")
-
-
-def _size(size: int) -> str:
-    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / 1048576:.1f} MB"

@@ -43,7 +43,8 @@ def _min_interval() -> int:
     return int(getattr(settings, "RECALL_MIN_INTERVAL_SECONDS", 60))
 
 
-def _trigger_at(*, call_type: str, when: str | None, timezone_offset: str | None, now: datetime) -> datetime:
+def _trigger_at(*, call_type: str, when: str | None, timezone_offset: str | None, now: datetime,
+                interval: int | None = None) -> datetime:
     if call_type == Recall.CallType.IMMEDIATE:
         return now.replace(microsecond=0)
     if not when or not str(when).strip():
@@ -51,6 +52,11 @@ def _trigger_at(*, call_type: str, when: str | None, timezone_offset: str | None
             f"'when' is required for call_type={call_type!r}: for example '30m', '2h 15m', 'tomorrow at 09:00'."
         )
     # Whole seconds: clean ISO strings on the wire, and the occurrence key of the ETA task.
+    if call_type == Recall.CallType.RECURRING and interval:
+        # A recurring schedule's start that has passed (the time it was asked at, "13:00" at 13:00:40)
+        # anchors the series: it begins at the first occurrence after now.
+        anchor = parse_when(str(when), now=now, timezone_offset=timezone_offset, allow_past=True).replace(microsecond=0)
+        return anchor if anchor > now else next_occurrence(trigger_at=anchor, interval_seconds=interval, now=now)
     return parse_when(str(when), now=now, timezone_offset=timezone_offset).replace(microsecond=0)
 
 
@@ -144,8 +150,9 @@ def recall_schedule(
         raise BadRequest(f"call_type={call_type!r} is not one of: once, recurring, immediate.")
     rule_fields = run_rules(**rules)
     instruction = _instruction(additional_context_message)
-    trigger_at = _trigger_at(call_type=call_type, when=when, timezone_offset=timezone_offset, now=now)
     interval = _interval(call_type=call_type, interval_seconds=interval_seconds)
+    trigger_at = _trigger_at(call_type=call_type, when=when, timezone_offset=timezone_offset, now=now,
+                             interval=interval)
     existing = recall_pending(session=session)
     if existing is not None:
         raise _already_pending(existing)

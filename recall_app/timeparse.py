@@ -202,12 +202,14 @@ def _parse_iso(text: str, *, zone: tzinfo) -> datetime:
 
 
 def parse_when(
-    when: str, *, now: datetime, timezone_offset: str | None = None, tz: ZoneInfo | None = None
+    when: str, *, now: datetime, timezone_offset: str | None = None, tz: ZoneInfo | None = None,
+    allow_past: bool = False,
 ) -> datetime:
     """The aware UTC instant ``when`` means, relative to ``now``.
 
     Raises WhenError (a BadRequest whose message lists the accepted forms) for text it
-    does not understand, a bad ``timezone_offset`` and any time not after ``now``.
+    does not understand, a bad ``timezone_offset`` and any time not after ``now`` (unless
+    ``allow_past``: a recurring schedule's anchor).
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -231,7 +233,7 @@ def parse_when(
     except OverflowError:
         raise _fail(f"'{when}' is too far in the future.") from None
     result = result.astimezone(UTC)
-    if result <= now:
+    if result <= now and not allow_past:
         raise WhenError(
             f"when={when!r} is {result.isoformat()}, which is not in the future (now is "
             f"{now.astimezone(UTC).isoformat()}). Give a future time, e.g. '30m' or 'tomorrow at 09:00'."

@@ -211,7 +211,7 @@ async def test_files_a_message_names_are_said_to_exist_in_the_models_context_onl
     asked = next(i for i, m in enumerate(messages) if m["role"] == "user" and m["content"].startswith("Who wrote"))
     note = messages[asked + 1]
     assert note["role"] == "user"
-    assert "working directory: report.txt (33 B), notes/plan.md (7 B)." in note["content"]
+    assert 'working directory: "report.txt", "notes/plan.md".' in note["content"]
     assert "other.txt" not in note["content"] and "filesystem tool" in note["content"]
     assert [m.content for m in await agent_env.messages()] == [
         "Who wrote report.txt? Compare it with plan.md, not with xreport.txt or report.txt.bak.", "Let me look."]

@@ -1,7 +1,7 @@
 """Scheduling, cancelling, skipping: validation, the one-pending rule, events, ETA tasks."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -57,6 +57,20 @@ def test_immediate_triggers_now(session) -> None:
 def test_recurring_accepts_interval_strings(session) -> None:
     recall = schedule(session, call_type="recurring", interval_seconds="5m")
     assert recall.interval_seconds == 300
+
+
+def test_a_recurring_start_that_has_passed_anchors_the_series(session) -> None:
+    """A model writes the time it was told as the start ("13:00Z" at 13:00:40): the series begins at
+    the first occurrence after now, on the anchor's rhythm. A one-off in the past is still refused."""
+    now = datetime(2026, 11, 25, 13, 0, 40, tzinfo=UTC)
+    recall = schedule(session, call_type="recurring", when="2026-11-25T13:00Z", interval_seconds=3600, now=now)
+    assert recall.trigger_at == datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
+    recall.delete()
+    recall = schedule(session, call_type="recurring", when="2026-11-25T09:15Z", interval_seconds=1800, now=now)
+    assert recall.trigger_at == datetime(2026, 11, 25, 13, 15, tzinfo=UTC)
+    recall.delete()
+    with pytest.raises(BadRequest, match="not in the future"):
+        schedule(session, call_type="once", when="2026-11-25T13:00Z", now=now)
 
 
 def test_timezone_offset_applies(session) -> None:
