@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -247,11 +248,17 @@ def described_call(text: str, names: set[str]) -> bool:
                                                    for n in names)
 
 
-def call_messages(messages: list[ChatMessage], *, now: datetime | None = None) -> list[ChatMessage]:
-    """The request of a constrained call: the conversation, then the instruction with the time now (UTC),
-    which a call's time arguments count from. It comes last and is never stored: the prefix stays cached."""
+def call_messages(messages: list[ChatMessage], *, now: datetime | None = None,
+                  tools: Sequence[dict[str, Any]] = ()) -> list[ChatMessage]:
+    """The request of a constrained call: the conversation, then the instruction: the offered tools, one
+    line each from their own descriptions (what a small model reads last weighs most when it picks one),
+    and the time now (UTC), which a call's time arguments count from. It comes last and is never stored:
+    the prefix stays cached."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
-    return [*messages, ChatMessage(role="system", content=f"{CALL} The time now is {now:%Y-%m-%dT%H:%MZ} "
+    menu = "; ".join(f"{f.get('name')}: {first_sentence(str(f.get('description') or ''), 90)}"
+                     for f in (s.get("function") or {} for s in tools) if f.get("name"))
+    listing = f" The tools: {menu}" if menu else ""
+    return [*messages, ChatMessage(role="system", content=f"{CALL}{listing} The time now is {now:%Y-%m-%dT%H:%MZ} "
                                                           f"({now:%A}, UTC).")]
 
 

@@ -443,7 +443,7 @@ class Agent:
         one); one repair round for what the schema could not rule out (free-form arguments). None: the
         server takes no schema (logged; the call as written goes through the text-call aids instead)."""
         schema = call_schema(plan.every)
-        request = call_messages(messages)
+        request = call_messages(messages, tools=plan.every)
         for attempt in (1, 2):
             try:
                 text = await self._collect(turn, request, schema, plan.schemas)

@@ -354,6 +354,8 @@ async def test_a_one_off_reminder_without_its_time_is_generated_again_with_it(ag
     assert once["properties"]["when"]["pattern"] == WHEN_PATTERN
     instruction = agent_env.fake.chat_requests[1].json["messages"][-1]["content"]
     assert re.search(r"The time now is \d{4}-\d\d-\d\dT\d\d:\d\dZ \(\w+day, UTC\)\.$", instruction)
+    assert "The tools: schedule_recall: Set a reminder or schedule future work for yourself" in instruction
+    assert "; todo: Keep a todo list" in instruction
     for request in agent_env.fake.chat_requests:
         assert "x-navi-pattern" not in json.dumps(request.json.get("tools")) and "pattern" not in json.dumps(
             request.json.get("tools"))
