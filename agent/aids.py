@@ -210,11 +210,19 @@ def _sentences(text: str) -> list[str]:
     return [s for s in (" ".join(p.lower().split()) for p in re.split(r"(?<=[.!?;])\s+", text)) if len(s) > 20]
 
 
+_ECHO_WORDS = 7  # this many words in a row from Navi's own steering: the answer copies it
+
+
 def _echoes_instructions(text: str) -> bool:
-    """The answer repeats a sentence of Navi's own steering (a small model copies the last thing it read)."""
-    said = " ".join(text.lower().split())
-    return any(sentence in said for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS)
-               for sentence in _sentences(instruction))
+    """The answer repeats Navi's own steering (a small model copies the last thing it read), whole or
+    reworded around a run of seven words ("The report.txt file is not in this conversation until you
+    read it with the filesystem tool", from the named_files line)."""
+    said = " " + " ".join(re.findall(r"[a-z0-9']+", text.lower())) + " "
+    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL):
+        words = re.findall(r"[a-z0-9']+", instruction.lower())
+        if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
+            return True
+    return False
 
 
 RETRY_ANSWER = ("Your tools did their work; the results are above. Tell the user in a sentence or two, in plain "
@@ -263,5 +271,7 @@ def named_files_note(files: list[tuple[str, int]]) -> str:
     """The context line for files a message names (``named_files``). Each path stands alone in quotes:
     a size after it ("report.txt (58 B)") was copied into a call's path by the 0.5B model."""
     listing = ", ".join(json.dumps(name, ensure_ascii=False) for name, _size in files)
-    return (f"[Files named in this message are in this chat's working directory: {listing}. "
-            "What they say is not in this conversation until you read them with the filesystem tool.]")
+    return f"[Files named in this message are in this chat's working directory: {listing}. {NAMED_FILES_TAIL}]"
+
+
+NAMED_FILES_TAIL = "What they say is not in this conversation until you read them with the filesystem tool."

@@ -231,3 +231,15 @@ async def test_no_note_for_a_message_naming_no_file_or_with_the_aid_off(agent_en
     await agent_env.run("Who wrote report.txt?")
     for request in agent_env.requests():
         assert not any("working directory" in m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+@pytest.mark.parametrize(("answer", "poor"), [
+    ("The report.txt file is not in this conversation until you read it with the filesystem tool.", True),
+    ("Tell the user in a sentence or two, in plain words, what was done.", True),
+    ("The author of report.txt is Miriam Okafor.", False),
+    ("I read the file with the filesystem tool: it was written by Miriam Okafor.", False),
+])
+def test_an_answer_that_copies_navis_own_steering_is_no_answer(answer: str, poor: bool) -> None:
+    from agent.aids import poor_answer
+
+    assert (poor_answer(answer) is not None) is poor
