@@ -37,7 +37,14 @@ def answered(t: Turn) -> str | None:
         return "a refusal"
     if '"name"' in text and ('"arguments"' in text or '"parameters"' in text) or '"action"' in text:
         return "a raw tool call or decision"
+    markup = SHOWN_CALL.search(t.shown)  # everything streamed to the user, before the tools ran included
+    if markup:
+        return f"a raw tool call shown while streaming ({markup.group(0)!r})"
     return None
+
+
+# Call markup in what streamed to the user: JSON call fields, the tags models wrap calls in, a JSON fence.
+SHOWN_CALL = re.compile(r'"(?:name|arguments|action)"\s*:|<tools>|<function[\s=>]|<tool_call>|```json')
 
 
 def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed: frozenset[str] = frozenset()) -> Outcome:
