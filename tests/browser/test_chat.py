@@ -81,33 +81,39 @@ def test_login_empty_state_and_new_session(watched: Watched, browser_navi: LiveN
     expect(page.locator("#composer-input")).to_be_enabled()
 
 
-def test_slow_history_read_from_before_the_turn_keeps_the_answer(watched: Watched, fake: FakeLLMServer) -> None:
-    """A new conversation reloads its history when its socket opens; on a busy server that read can be
-    answered after the whole first turn has streamed. What it read then (no answer yet) must not
-    replace the answer on screen."""
-    page = watched.open()
-    held: list[Any] = []
+def test_slow_history_read_from_before_the_turn_keeps_the_answer(watched: Watched, browser_navi: LiveNavi,
+                                                                   fake: FakeLLMServer) -> None:
+    """Opening a conversation reloads its history once the socket is live; on a busy server that read
+    can be answered after a whole turn has streamed. What it read (no answer yet) must not replace
+    the answer on screen."""
+    sid = create_session(browser_navi, "Slow history")
+    reads: list[Any] = []
 
-    def hold_first_history_read(route: Any) -> None:
-        if held or "limit=200" not in route.request.url:
+    def hold_the_reload(route: Any) -> None:
+        reads.append(route)  # the first read is open()'s own; the second, the reload on connect, is held
+        if len(reads) != 2:
             route.continue_()
-        else:
-            held.append(route)
 
-    page.route(re.compile(r".*/sessions/[0-9a-f-]{32,36}\?.*"), hold_first_history_read)
+    page = watched.page
+    page.route(re.compile(rf".*/sessions/{sid}\?limit=200.*"), hold_the_reload)
+    watched.open(sid)
+    for _ in range(200):  # the reload began before anything was sent
+        if len(reads) >= 2:
+            break
+        page.wait_for_timeout(50)
+    assert len(reads) >= 2, "the history reload on connect was never made"
     fake.script(text="The answer is **forty-two**.")
     send(page, "what is the answer?")
     expect(last_answer(page).locator("strong")).to_have_text("forty-two")
     wait_idle(page)
-    assert held, "the history read on connect was never made"
-    stale = held[0].fetch()
+    held = reads[1]
+    stale = held.fetch()
     body = stale.json()
-    body["messages"] = [m for m in body["messages"] if m["role"] == "user"]  # as read before the answer was saved
-    body["busy"] = False
-    held[0].fulfill(response=stale, json=body)
+    body["messages"], body["busy"] = [], False  # as it was read: before anything was sent
+    held.fulfill(response=stale, json=body)
     page.evaluate("() => new Promise((done) => setTimeout(done, 300))")
     expect(last_answer(page).locator("strong")).to_have_text("forty-two")
-    expect(page.locator("#messages .msg.assistant")).to_have_count(1)
+    expect(page.locator("#messages .msg.user")).to_have_count(1)
     page.reload()
     expect(last_answer(page).locator("strong")).to_have_text("forty-two")
 
