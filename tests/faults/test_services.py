@@ -108,7 +108,7 @@ def _settled(stack: Stack, sid: str, timeout: float = 40) -> list[dict[str, Any]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status, out = stack.navi.request("GET", f"/sessions/{sid}")
-        if status == 200 and not out.get("is_busy") and out["messages"] and out["messages"][-1]["role"] != "user":
+        if status == 200 and not out.get("busy") and out["messages"] and out["messages"][-1]["role"] != "user":
             return list(out["messages"])
         time.sleep(0.5)
     raise AssertionError(f"the turn did not settle: {out}")
