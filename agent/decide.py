@@ -64,9 +64,10 @@ def call_schema(schemas: list[dict[str, Any]]) -> dict[str, Any]:
 # native callers keep the tool's full leniency (upper case, more forms), and the prompt omits it.
 GRAMMAR_PATTERN = "x-navi-pattern"
 
+
 def without_grammar_patterns(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The definitions as the model reads them: ``GRAMMAR_PATTERN`` removed (it only costs prompt tokens)."""
-    return [_strip_pattern(s) if GRAMMAR_PATTERN in json.dumps(s) else s for s in schemas]
+    return [_strip_pattern(s) for s in schemas]
 
 
 def _strip_pattern(node: Any) -> Any:

@@ -42,7 +42,6 @@ from agent.decide import (
     call_schema,
     described_call,
     parse_decision,
-    without_grammar_patterns,
 )
 from agent.decide import repair_note as decision_repair_note
 from agent.domains import PROFILES, TOOLS, close_domains
@@ -271,7 +270,7 @@ class Agent:
     async def _iterate(self, turn: Turn) -> AsyncIterator[AgentEvent]:
         registry = await ports.tools().for_turn()
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
-        aids = bool(turn.profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
+        aids = _aids_on(turn.profile)
         model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
         state = LoopState(aids=aids, start=len(turn.history), model=model,
                           off=frozenset(turn.profile.local_model_aids_off))
@@ -513,7 +512,7 @@ class Agent:
         profile = turn.profile
         backend: LLMBackend = get_backend(profile.llm_backend)
         gen = backend.stream_complete(
-            messages, model=_model(profile), tools=without_grammar_patterns(tools) or None,
+            messages, model=_model(profile), tools=tools or None,
             think=bool(profile.think_enabled and settings.OLLAMA_THINK),
             temperature=profile.temperature, num_ctx=_max_context(), format=format,
         )
@@ -640,12 +639,16 @@ def _with_files(text: str, files: Sequence[dict[str, Any]]) -> str:
     return f"{text}\n\n[Attached files, readable with the filesystem tool:]\n{listing}"
 
 
+def _aids_on(profile: ProfileSpec) -> bool:
+    """The local-model aids as a group: the profile's switch and the global one (single ones: LoopState.on)."""
+    return bool(profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
+
+
 async def _named_files(turn: Turn, text: str) -> str:
     """The ``named_files`` aid's context line for the files ``text`` names, or ''."""
-    profile = turn.profile
     workspace = ports.workspace()
-    if (workspace is None or turn.subagent or not (profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
-            or "named_files" in profile.local_model_aids_off):
+    if (workspace is None or turn.subagent or not _aids_on(turn.profile)
+            or "named_files" in turn.profile.local_model_aids_off):
         return ""
     try:
         files = await asyncio.to_thread(workspace.named_files, turn.session_id, text)

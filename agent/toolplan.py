@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.decide import GRAMMAR_PATTERN, first_sentence, without_grammar_patterns
+from agent.decide import first_sentence, without_grammar_patterns
 from agent.llm.base import ChatMessage
 
 FIND_TOOLS = "find_tools"
@@ -40,7 +40,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def schema_tokens(schemas: Iterable[dict[str, Any]]) -> int:
-    return sum(estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in without_grammar_patterns(list(schemas)))
+    return sum(estimate_tokens(json.dumps(s, ensure_ascii=False)) for s in schemas)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +82,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _compact_parameters(parameters: Any) -> Any:
     if not isinstance(parameters, dict):
         return parameters
-    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title", "allOf", GRAMMAR_PATTERN)}
+    out = {k: v for k, v in parameters.items() if k not in ("examples", "$schema", "title", "allOf")}
     if isinstance(out.get("description"), str):
         out["description"] = first_sentence(out["description"], PARAM_DESCRIPTION_CHARS)
         if not out["description"]:
@@ -102,13 +102,15 @@ def plan_tools(schemas: list[dict[str, Any]], *, budget: int, fixed_tokens: int,
     ``find_tools`` definition, needed when some tools must wait; ``loaded``: tools a
     ``find_tools`` call of this session already loaded (sent whole, after the others)."""
     finder_name = (finder or {}).get("function", {}).get("name")
-    offered = [s for s in schemas if s["function"]["name"] != finder_name]
+    every = [s for s in schemas if s["function"]["name"] != finder_name]  # for the grammar: patterns kept
+    readable = without_grammar_patterns(schemas)  # what the model reads
+    offered = [s for s in readable if s["function"]["name"] != finder_name]
     room = budget - fixed_tokens
     if budget <= 0 or schema_tokens(offered) <= room:
-        return ToolPlan(schemas=list(schemas), every=offered)
+        return ToolPlan(schemas=readable, every=every)
     compact = [compact_schema(s) for s in offered]
     if schema_tokens(compact) <= room or finder is None:
-        return ToolPlan(schemas=compact, every=offered, compact=True)
+        return ToolPlan(schemas=compact, every=every, compact=True)
     kept: list[dict[str, Any]] = []
     deferred: list[dict[str, Any]] = []
     used = schema_tokens([finder]) + estimate_tokens(" ".join(
@@ -126,8 +128,8 @@ def plan_tools(schemas: list[dict[str, Any]], *, budget: int, fixed_tokens: int,
     later = [s for s in deferred if s["function"]["name"] in wanted]
     waiting = [s for s in deferred if s["function"]["name"] not in wanted]
     if not waiting:
-        return ToolPlan(schemas=kept + later, every=offered, compact=True)
-    return ToolPlan(schemas=[*kept, finder_with_list(finder, waiting), *later], every=offered,
+        return ToolPlan(schemas=kept + later, every=every, compact=True)
+    return ToolPlan(schemas=[*kept, finder_with_list(finder, waiting), *later], every=every,
                     deferred=[s["function"]["name"] for s in waiting], compact=True)
 
 

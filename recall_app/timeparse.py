@@ -39,19 +39,6 @@ ACCEPTED_FORMS = (
     "timezone_offset like '+02:00')."
 )
 
-# The forms above as one regular expression in the subset a grammar engine compiles (llama.cpp's
-# json-schema-to-grammar: anchors, plain groups, classes, ?, *, +, {n,m}; no (?:) and no flags). A
-# constrained call's grammar uses it (``GRAMMAR_PATTERN`` in the tool's schema), so a small model
-# can only write a time this parser reads. Lower case: what models write; the parser accepts more.
-_G_NUMBER = "([0-9]+|an?|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|forty|fifty|sixty|ninety)"
-_G_UNIT = "(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?|w|weeks?)"
-_G_DURATION = f"(in |after |now ?[+] ?|[+])?{_G_NUMBER} ?{_G_UNIT}(,? (and )?{_G_NUMBER} ?{_G_UNIT}|{_G_NUMBER} ?{_G_UNIT})*( from now| later)?"
-_G_DAY = "(today|tomorrow|(next |on )?(monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
-_G_TIME = "(([01]?[0-9]|2[0-3]):[0-5][0-9]|(1[0-2]|0?[1-9])(:[0-5][0-9])? ?(am|pm)|noon|midnight)"
-_G_CLOCK = f"({_G_DAY} )?(at )?{_G_TIME}( {_G_DAY})?"
-_G_ISO = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})?"
-WHEN_PATTERN = f"^({_G_DURATION}|{_G_CLOCK}|{_G_ISO})$"
-
 _UNITS = {
     "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
     "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
@@ -110,6 +97,19 @@ _NUMBER_WORDS = {word: str(n) for n, word in enumerate(
     "sixteen seventeen eighteen nineteen twenty".split())} | {"thirty": "30", "forty": "40", "forty-five": "45",
                                                             "fifty": "50", "sixty": "60", "ninety": "90"}
 _NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b")
+# The forms above as one regular expression in the subset a grammar engine compiles (llama.cpp's
+# json-schema-to-grammar: anchors, plain groups, classes, ?, *, +, {n,m}; no (?:) and no flags). A
+# constrained call's grammar uses it (``GRAMMAR_PATTERN`` in the tool's schema), so a small model
+# can only write a time this parser reads. Lower case: what models write; the parser accepts more.
+_G_NUMBER = "([0-9]+|an?|" + "|".join(sorted((w for w in _NUMBER_WORDS if w != "zero"), key=len, reverse=True)) + ")"
+_G_UNIT = f"({_UNIT_RE})"
+_G_DURATION = f"(in |after |now ?[+] ?|[+])?{_G_NUMBER} ?{_G_UNIT}(,? (and )?{_G_NUMBER} ?{_G_UNIT}|{_G_NUMBER} ?{_G_UNIT})*( from now| later)?"
+_G_DAY = f"(today|tomorrow|(next |on )?({'|'.join(_WEEKDAYS)}))"
+_G_TIME = "(([01]?[0-9]|2[0-3]):[0-5][0-9]|(1[0-2]|0?[1-9])(:[0-5][0-9])? ?(am|pm)|noon|midnight)"
+_G_CLOCK = f"({_G_DAY} )?(at )?{_G_TIME}( {_G_DAY})?"
+_G_ISO = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?(Z|[+-][0-9]{2}:[0-9]{2})?"
+WHEN_PATTERN = f"^({_G_DURATION}|{_G_CLOCK}|{_G_ISO})$"
+
 # How people and models mark a duration as counted from now: "now+3m", "+3m", "after 3 minutes",
 # "3 minutes from now", "10 minutes later". The duration itself is the same grammar either way.
 _FROM_NOW_PREFIX_RE = re.compile(r"^(?:now\s*\+\s*|\+\s*|after\s+)")

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from tools_app.builtins_meta.todo import complete_next, read_todo, restore_todo, set_todo
 from tools_app.registry import ToolRegistry, aget_registry, get_registry
+from tools_app.safety.paths import SESSION_ID
 
 
 class RegistryToolProvider:
@@ -50,7 +51,7 @@ class SessionWorkspace:
     def named_files(self, session_id: str, text: str) -> list[tuple[str, int]]:
         root = Path(settings.SESSION_FILES_DIR) / session_id
         lowered = (text or "").lower()
-        if not lowered or not _SESSION_ID.match(session_id) or not root.is_dir():
+        if not lowered or not SESSION_ID.match(session_id) or not root.is_dir():
             return []
         found: list[tuple[int, str, int]] = []
         for relative, entry in _entries(root, self.MAX_ENTRIES):
@@ -64,9 +65,6 @@ class SessionWorkspace:
                 except OSError:
                     continue
         return [(relative, size) for _, relative, size in sorted(found)[: self.MAX_NAMED]]  # as the message names them
-
-
-_SESSION_ID = re.compile(r"^[\w-]{1,64}$")
 
 
 def _entries(root: Path, limit: int) -> list[tuple[str, os.DirEntry[str]]]:

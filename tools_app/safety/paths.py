@@ -32,7 +32,7 @@ from django.conf import settings
 from agent.ctx import current_session_id
 from tools_app.base import ToolError
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 class PathPolicyError(ToolError):
@@ -60,7 +60,7 @@ def session_dir(*, create: bool = True) -> Path:
     sid = current_session_id.get()
     if not sid:
         raise ToolError("No session is active, so there is no working directory for files.")
-    if not _SESSION_ID.match(sid) or sid in {".", ".."}:
+    if not SESSION_ID.match(sid) or sid in {".", ".."}:
         raise ToolError(f"Session id {sid!r} cannot be used as a directory name.")
     path = Path(settings.SESSION_FILES_DIR) / sid
     if create:
