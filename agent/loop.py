@@ -327,14 +327,16 @@ class Agent:
                                buffer="context")
                 continue
             if not decision.calls:
-                if self._may_retry(turn, state) and (decision.replaced or poor_answer(decision.content)):
+                this_turn = turn.history[state.start:]
+                if self._may_retry(turn, state) and (decision.replaced or poor_answer(decision.content, this_turn)):
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
-                    log.info("answer_retried", reason="a tool call" if decision.replaced else poor_answer(decision.content))
+                    log.info("answer_retried",
+                             reason="a tool call" if decision.replaced else poor_answer(decision.content, this_turn))
                     state.answer_retried = True
                     state.force_answer = True
                     continue
-                if decision.replaced or (state.answer_retried and poor_answer(decision.content)):
-                    decision = Decision(calls=[], content=summary_of(turn.history[state.start:]), replaced=True)
+                if decision.replaced or (state.answer_retried and poor_answer(decision.content, this_turn)):
+                    decision = Decision(calls=[], content=summary_of(this_turn), replaced=True)
                 queued = await _queued(turn)
                 async for ev in self._final(turn, call, decision, end=not queued):
                     yield ev
@@ -357,10 +359,11 @@ class Agent:
                     continue
                 blocked = state.on("repeat_guard") and canonical(tc) in state.previous_calls
                 repeated = repeated or blocked
-                refusal = REPEATED.format(tool=tc.name) if blocked else None
+                refusal = REPEATED.format(tool=tc.name) if blocked else state.refusal(tc)
                 async for ev in self._run_tool(turn, registry, tc, {*names, *plan.names}, refusal=refusal):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:
                         results.append((tc.name, ev.success))
+                        state.ran(tc, ev.success and refusal is None)
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
