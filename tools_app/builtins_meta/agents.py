@@ -15,12 +15,14 @@ from tools_app.base import Tool, ToolError, ToolResult
 class SpawnAgentTool(Tool):
     name = "spawn_agent"
     description = (
-        "Delegate a bounded subtask (about 3 or more tool calls: research a topic, inspect a server, read "
-        "several files) to a subagent with its own fresh context. It runs to completion and returns its final "
+        "Give a task to a helper agent (a subagent, with its own fresh context) when the user asks for one, or "
+        "a bounded subtask of about 3 or more tool calls (research a topic, inspect a server, read several "
+        "files). It runs to completion and returns its final "
         "answer; you see its tool calls live. Write `task` as a complete, self-contained instruction: the "
         "subagent does not see this conversation, so include every name, path, URL and requirement it needs, "
         "and say what to return. Optional `profile_id` picks the subagent's profile (its tools and prompt); "
-        "default: the current profile. Do not use it for a single tool call — call that tool yourself."
+        "default: the current profile. Unless the user asked for a helper, do not use it for a single tool "
+        "call — call that tool yourself."
     )
     parameters = {
         "type": "object",

@@ -112,7 +112,7 @@ def render(steps: list[dict[str, Any]]) -> str:
 class TodoTool(Tool):
     name: ClassVar[str] = "todo"
     description: ClassVar[str] = (
-        "Keep a todo list (a checklist of steps) for this session. action=set with 'steps' (list of short step "
+        "Keep a todo list (checklist of steps) for this session; not for notes, reminders or facts. action=set with 'steps' (list of short step "
         "titles, one action "
         "each) replaces the list, all pending. action=update with 'step' (1-based number) and 'status' "
         "(pending, in_progress, done, failed) records progress; when marking done, put the evidence in "
