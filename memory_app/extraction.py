@@ -211,6 +211,7 @@ def _apply(session: Session, token: str, old_seq: int, batch: Batch, result: Ext
                     user_id=session.owner_id, category=fact.category, key=fact.key, value=fact.value,
                     confidence=fact.confidence, session_id=session.pk, message_id=source.pk if source else None,
                     reason=MemoryFactChange.Reason.CONTRADICTED,
+                    one_per_key=True,
                 )
             except BadRequest:
                 continue

@@ -62,8 +62,14 @@ def fact_upsert(
     session_id: uuid.UUID | str | None = None,
     message_id: int | None = None,
     reason: str = Reason.CONTRADICTED,
+    one_per_key: bool = False,
 ) -> UpsertResult:
     """Create or update the fact (user, category, key); a changed value is recorded in its history.
+
+    ``one_per_key``: a model states the fact, not the category. When the user has no fact
+    (category, key) but exactly one with that key under another category, that fact is updated and
+    moved to ``category``: the same statement filed under "personal" one day and "preferences" the
+    next (Qwen 1.5B) left the older value beside the newer, and the model answered with the older.
 
     Raises BadRequest for an unusable key or value.
     """
@@ -72,6 +78,11 @@ def fact_upsert(
     now = timezone.now()
     with transaction.atomic():
         fact = MemoryFact.objects.select_for_update().filter(user_id=user_id, category=category, key=key).first()
+        if fact is None and one_per_key:
+            elsewhere = list(MemoryFact.objects.select_for_update().filter(user_id=user_id, key=key)[:2])
+            if len(elsewhere) == 1:
+                fact = elsewhere[0]
+                fact.category = category
         if fact is None:
             try:
                 with transaction.atomic():
@@ -81,7 +92,8 @@ def fact_upsert(
                     )
             except IntegrityError:  # a concurrent writer created it: update theirs
                 return fact_upsert(user_id=user_id, category=category, key=key, value=value, confidence=confidence,
-                                   session_id=session_id, message_id=message_id, reason=reason)
+                                   session_id=session_id, message_id=message_id, reason=reason,
+                                   one_per_key=one_per_key)
             _mark_summary_stale(user_id)
             return UpsertResult(fact=fact, created=True, changed=False)
         changed = fact.value != value

@@ -124,6 +124,7 @@ def _save(user_id: int, params: dict[str, Any]) -> services.UpsertResult:
             value=str(params.get("value") or ""), confidence=1.0, session_id=(sid := _session_id()),
             message_id=selectors.stating_message_id(session_id=sid) if sid else None,
             reason=MemoryFactChange.Reason.USER_REQUEST,
+            one_per_key=True,
         )
     except NaviError as exc:
         raise ToolError(exc.message) from None
@@ -137,7 +138,7 @@ class MemorySaveTool(Tool):
         "Save a fact about the user to long-term memory right away, so you know it in future conversations. "
         "Call memory_save only when the user asks you to remember something, or explicitly states a lasting "
         "preference ('from now on, always ...'). Do not save guesses, one-off details or secrets (passwords, "
-        "keys). Saving the same category and key again replaces the old value."
+        "keys). Saving a key again replaces its old value, whatever the category."
     )
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",

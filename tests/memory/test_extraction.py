@@ -60,6 +60,22 @@ def test_changed_value_replaces_the_old_one_and_is_recorded(llm: Any, user: Any)
     assert MemorySummary.objects.get(user=user).text == "summary 2"
 
 
+def test_a_fact_filed_under_another_category_later_replaces_the_old_one(llm: Any, user: Any) -> None:
+    session = make_session(user, TURNS)
+    reply_json(llm, FACTS_EDITOR)
+    llm.script(text="summary 1")
+    extract_session.run(str(session.id))
+
+    add_turns(session, [("user", "Helix is my editor now."), ("assistant", "Helix it is.")])
+    reply_json(llm, {"facts": [{"category": "work", "key": "favourite_editor", "value": "Helix",
+                                "confidence": 0.95}], "forget": []})
+    llm.script(text="summary 2")
+    extract_session.run(str(session.id))
+
+    editors = [(f.category, f.value) for f in MemoryFact.objects.filter(user=user, key="favourite_editor")]
+    assert editors == [("work", "Helix")]
+
+
 def test_forget_entries_delete_facts(llm: Any, user: Any) -> None:
     MemoryFact.objects.create(user=user, category="preferences", key="favourite_editor", value="Neovim")
     session = make_session(user, [("user", "Forget which editor I use.")])

@@ -111,3 +111,21 @@ def test_tools_are_registered_builtins(db: Any) -> None:
 
     registry = build_registry()
     assert {"memory_search", "memory_forget", "memory_save"} <= set(registry.builtin_names())
+
+
+async def test_saving_a_key_under_another_category_replaces_the_old_fact(as_user: Any, theirs: MemoryFact,
+                                                                          enqueued: list[Any]) -> None:
+    """A model files the same fact under different categories from one statement to the next: the user
+    then has one server name, the newer, not two that contradict each other."""
+    first = await MemorySaveTool().execute({"category": "personal", "key": "server_name", "value": "atlas"})
+    second = await MemorySaveTool().execute({"category": "preferences", "key": "server_name", "value": "boreas"})
+    assert first.output.startswith("Saved: [personal] server_name: atlas")
+    assert second.output.startswith("Updated: [preferences] server_name: boreas")
+    facts = [(f.category, f.key, f.value) async for f in MemoryFact.objects.filter(user=as_user)]
+    assert facts == [("preferences", "server_name", "boreas")]
+    change = await MemoryFactChange.objects.aget(fact__user=as_user)
+    assert (change.old_value, change.new_value) == ("atlas", "boreas")
+    # Another user's fact with the same key is not theirs to move.
+    await MemorySaveTool().execute({"category": "work", "key": "favourite_editor", "value": "Vim"})
+    assert (await MemoryFact.objects.aget(pk=theirs.pk)).category == "preferences"
+    assert await MemoryFact.objects.filter(user=as_user, key="favourite_editor").acount() == 1
