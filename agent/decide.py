@@ -132,33 +132,40 @@ def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | 
     of ``{"if": {"properties": {D: {"const": v}}}, "then": {"required": [...]}}`` on one enumerated
     property D becomes one object per value of D, each requiring what its case requires (a one-off
     reminder then cannot be generated without its time) and offering no property that only other
-    cases require. Anything else: None (the conditions are only validated after generation)."""
+    cases require or name. A case names its optional properties in ``then.properties`` (each ``{}``,
+    which validation ignores): a todo ``set`` is then not offered the ``note`` of an ``update``, where
+    the 0.5B model wrote its instructions. Anything else: None (the conditions are only validated
+    after generation)."""
     if not isinstance(all_of, list) or not all_of or not isinstance(base.get("properties"), dict):
         return None
     cases: dict[Any, list[str]] = {}
+    owned: dict[Any, list[str]] = {}
     key = None
     for rule in all_of:
         condition = (rule or {}).get("if") if isinstance(rule, dict) else None
         then = rule.get("then") if isinstance(rule, dict) else None
         props = condition.get("properties") if isinstance(condition, dict) else None
         if not (isinstance(props, dict) and len(props) == 1 and isinstance(then, dict)
-                and set(then) == {"required"} and isinstance(then["required"], list)):
+                and set(then) <= {"required", "properties"} and isinstance(then.get("required", []), list)
+                and isinstance(then.get("properties", {}), dict)):
             return None
         (name, test), = props.items()
         if not isinstance(test, dict) or set(test) != {"const"} or key not in (None, name):
             return None
         key = name
-        cases[test["const"]] = [str(r) for r in then["required"]]
+        cases[test["const"]] = [str(r) for r in then.get("required", [])]
+        owned[test["const"]] = [*cases[test["const"]], *map(str, then.get("properties", {}))]
     values = (base["properties"].get(key) or {}).get("enum")
     if not isinstance(values, list) or not set(cases) <= set(values):
         return None
-    # A property some case requires belongs to that case: the other variants leave it out (a read is
-    # not offered the content of a write).
-    claimed = {name for names in cases.values() for name in names}
+    # A property some case requires or names belongs to that case: the other variants leave it out (a
+    # read is not offered the content of a write).
+    claimed = {name for names in owned.values() for name in names}
     variants = []
     for value in values:
         required = list(dict.fromkeys([*base.get("required", []), str(key), *cases.get(value, [])]))
-        props = {name: prop for name, prop in base["properties"].items() if name not in claimed or name in required}
+        mine = {*required, *owned.get(value, [])}
+        props = {name: prop for name, prop in base["properties"].items() if name not in claimed or name in mine}
         variants.append({**base, "properties": {**props, key: {"const": value}}, "required": required})
     return variants
 

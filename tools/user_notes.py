@@ -36,7 +36,7 @@ parameters = {
     },
     "required": ["action"],
     "allOf": [
-        {"if": {"properties": {"action": {"const": "add"}}}, "then": {"required": ["text"]}},
+        {"if": {"properties": {"action": {"const": "add"}}}, "then": {"required": ["text"], "properties": {"tags": {}}}},
         {"if": {"properties": {"action": {"const": "search"}}}, "then": {"required": ["query"]}},
         {"if": {"properties": {"action": {"const": "delete"}}}, "then": {"required": ["id"]}},
     ],

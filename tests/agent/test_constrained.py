@@ -326,6 +326,20 @@ def test_conditions_on_an_enumerated_field_become_one_grammar_variant_per_value(
     plain = grammar_parameters({"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"},
                                                                  "step": {"type": "integer"}}, "required": ["step"]})
     assert sorted(plain["properties"]) == ["path", "step"]
+    # A case names its optional fields in then.properties (empty schemas, which validation ignores): only
+    # that case is offered them (the 0.5B wrote its instructions into the "note" of a todo "set").
+    todo = {"type": "object", "properties": {"action": {"type": "string", "enum": ["set", "update", "read"]},
+                                             "steps": {"type": "array"}, "step": {"type": "integer"},
+                                             "note": {"type": "string"}},
+            "required": ["action"],
+            "allOf": [{"if": {"properties": {"action": {"const": "set"}}}, "then": {"required": ["steps"]}},
+                      {"if": {"properties": {"action": {"const": "update"}}},
+                       "then": {"required": ["step"], "properties": {"note": {}}}}]}
+    assert [sorted(v["properties"]) for v in grammar_parameters(todo)["anyOf"]] == [
+        ["action", "steps"], ["action", "note", "step"], ["action"]]
+    from jsonschema import Draft202012Validator
+
+    assert Draft202012Validator(todo).is_valid({"action": "update", "step": 1, "note": "late"})
     # A condition of another shape is left to validation after generation.
     odd = {**parameters, "allOf": [{"if": {"properties": {"when": {"pattern": "^in"}}}, "then": {"required": ["kind"]}}]}
     assert "anyOf" not in grammar_parameters(odd) and "allOf" not in grammar_parameters(odd)

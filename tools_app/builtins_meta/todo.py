@@ -132,7 +132,8 @@ class TodoTool(Tool):
         "required": ["action"],
         "allOf": [
             {"if": {"properties": {"action": {"const": "set"}}}, "then": {"required": ["steps"]}},
-            {"if": {"properties": {"action": {"const": "update"}}}, "then": {"required": ["step", "status"]}},
+            {"if": {"properties": {"action": {"const": "update"}}},
+             "then": {"required": ["step", "status"], "properties": {"validation": {}, "note": {}}}},
         ],
     }
     timeout: ClassVar[float] = 10.0
