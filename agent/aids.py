@@ -123,6 +123,9 @@ class LoopState:
             self.force_answer = True
 
 
+# A list may be the user's own (steps no tool can do): "Do it now" alone made the 1.5B answer "To buy
+# stamps, you can visit the post office" instead of saying the list was made.
+TODO_NEXT = "If one of your tools can do it, do it now; if not, tell the user what you did."
 TODO_SET_AGAIN = ("Not run: the todo list was already set in this turn (its steps are above); setting it again "
                   "would replace them. Answer the user now.")
 
@@ -160,7 +163,7 @@ def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]]
         step = next_step(todo)
         if step is not None and state.small and state.on("todo_progress"):
             return [ChatMessage(role="system", content=f"Next step of your todo list: {step.get('title', '')}. "
-                                                        "Do it now.")]
+                                                        f"{TODO_NEXT}")]
         return [ChatMessage(role="system", content=AFTER_TOOLS)]
     return []
 
@@ -243,10 +246,15 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     reworded around a run of seven words ("The report.txt file is not in this conversation until you
     read it with the filesystem tool", from the named_files line). ``more``: Navi's wording inside
     this turn's tool results (``_result_steering``)."""
-    said = " " + " ".join(re.findall(r"[a-z0-9']+", text.lower())) + " "
-    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL, *more):
+    said_words = re.findall(r"[a-z0-9']+", text.lower())
+    said = " " + " ".join(said_words) + " "
+    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+                        TODO_SET_AGAIN, *more):
         words = re.findall(r"[a-z0-9']+", instruction.lower())
         if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
+            return True
+        # A shorter answer that is nothing but a piece of it ("Answer the user now.").
+        if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":
             return True
     return False
 
@@ -296,7 +304,8 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
         failed = results(this_turn)
         if not failed:
             return "I could not produce an answer this time. Please rephrase or try again."
-        last = failed[-1]
+        # The tool's own error says what went wrong; "Not run: you already called …" only that it was tried twice.
+        last = next((m for m in reversed(failed) if not (m.content or "").startswith(NOT_RUN)), failed[-1])
         reason = _unwrapped(last.content or "").strip().split("\n", 1)[0]
         reason = reason.removeprefix("Error:").strip()[:300]
         return f"I tried {last.name or 'a tool'}, but it did not work: {reason}"

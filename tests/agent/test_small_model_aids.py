@@ -255,3 +255,16 @@ async def test_an_answer_that_is_a_not_run_result_is_never_shown(agent_env) -> N
     assert events[-1]["content"] == "Your list has one step: drink water."
     shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert "Not run" not in shown
+
+
+async def test_after_a_failure_tried_twice_the_user_is_told_the_tools_error_not_the_repeat(agent_env) -> None:
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="shopping.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="shopping.txt"))
+    agent_env.fake.script(text="Answer the user now.")  # a piece of Navi's steering: no answer
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run("Create a file named shopping.txt that lists milk, eggs and bread.")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [
+        ("filesystem", False), ("filesystem", False)]
+    answer = events[-1]["content"]
+    assert answer.startswith("I tried filesystem, but it did not work: ") and "shopping.txt" in answer
+    assert "Not run" not in answer and "Answer the user now" not in answer
