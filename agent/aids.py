@@ -201,13 +201,13 @@ REFUSAL = re.compile(r"\A\s*(?:" + "|".join(re.escape(r).replace("'", "['\u2019]
                      + r")\b", re.IGNORECASE)
 
 
-def successes(this_turn: list[ChatMessage]) -> list[ChatMessage]:
+def successes(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
     """The tool results of this turn that succeeded."""
     return [m for m in this_turn if m.role == "tool" and m.content
             and not m.content.startswith(("Error:", "Not run:"))]
 
 
-def results(this_turn: list[ChatMessage]) -> list[ChatMessage]:
+def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Every tool result of this turn, successful or not."""
     return [m for m in this_turn if m.role == "tool" and m.content]
 
