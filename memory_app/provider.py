@@ -9,25 +9,28 @@ waits on the rebuild, and the block stays bounded whatever the user stores.
 from __future__ import annotations
 
 from memory_app import selectors
-from memory_app.models import MemoryFact, MemorySummary
+from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary
 
 # ~300 tokens: the list of facts not yet in the summary never costs more than that.
 RECENT_FACTS_CHARS = 1000
-RECENT_HEADER = "Saved since that summary was written (newest first):"
+RECENT_HEADER = "Saved since that summary was written (newest first; where the two differ, these hold):"
 FACTS_HEADER = "Facts saved about the user (newest first):"
 
 
-def fact_line(fact: MemoryFact) -> str:
-    return f"- {fact.key.replace('_', ' ')}: {fact.value.strip()}"
+def fact_line(fact: MemoryFact, was: str | None = None) -> str:
+    line = f"- {fact.key.replace('_', ' ')}: {fact.value.strip()}"
+    return f"{line} (changed from {was.strip()})" if was and was.strip() != fact.value.strip() else line
 
 
-def recent_lines(facts: list[MemoryFact], budget: int = RECENT_FACTS_CHARS) -> list[str]:
+def recent_lines(facts: list[MemoryFact], budget: int = RECENT_FACTS_CHARS,
+                 was: dict[int, str] | None = None) -> list[str]:
     """Lines for ``facts`` (newest first) while they fit in ``budget`` characters; a fact too long
-    for what is left is cut, never dropped silently in favour of an older one."""
+    for what is left is cut, never dropped silently in favour of an older one. ``was``: the value
+    the summary still states, by fact id, for a fact changed since."""
     lines: list[str] = []
     used = 0
     for fact in facts:
-        line = fact_line(fact)
+        line = fact_line(fact, (was or {}).get(fact.pk))
         room = budget - used
         if room < 40:
             break
@@ -45,11 +48,19 @@ class DjangoMemoryProvider:
         summary = await MemorySummary.objects.filter(user_id=user_id).afirst()
         text = (summary.text if summary else "").strip()
         facts = selectors.fact_list(user_id=user_id)
+        was: dict[int, str] = {}
         if text and summary is not None:
             if not summary.stale:
                 return text
             facts = facts.filter(updated_at__gt=summary.updated_at)
-        lines = recent_lines([f async for f in facts[:50]])
+            # A value changed since the summary was written: the summary still states the old one, and the
+            # 1.5B model answered with it ("atlas") although the newer fact ("boreas") followed. The line
+            # names the old value, so the two are not read as two facts. Newest change first: the oldest
+            # change's old value, the one the summary saw, is kept.
+            async for change in MemoryFactChange.objects.filter(
+                    fact__user_id=user_id, created_at__gt=summary.updated_at).order_by("-created_at"):
+                was[change.fact_id] = change.old_value
+        lines = recent_lines([f async for f in facts[:50]], was=was)
         if not lines:
             return text or None
         if not text:

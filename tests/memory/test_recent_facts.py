@@ -54,6 +54,25 @@ async def test_a_fresh_summary_stands_alone_and_a_stale_one_gets_the_newer_facts
         f"Alice edits with Neovim.\n\n{RECENT_HEADER}\n- shell: fish\n- server name: cygnus")
 
 
+async def test_a_value_changed_since_the_summary_names_the_value_the_summary_still_states(
+        user: Any, thread_db: Any) -> None:
+    from memory_app.services import fact_upsert
+
+    provider = DjangoMemoryProvider()
+    await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="server_name", value="atlas")
+    built = timezone.now()
+    await MemorySummary.objects.filter(user=user).aupdate(text="Alice's server is called atlas.", updated_at=built,
+                                                          stale=False)
+    await asyncio.sleep(0.01)
+    await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="server_name", value="boreas")
+    await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="server_name", value="cygnus")
+    await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="shell", value="fish")
+    assert await provider.summary_for(user.pk) == (
+        f"Alice's server is called atlas.\n\n{RECENT_HEADER}\n- shell: fish\n"
+        "- server name: cygnus (changed from atlas)")
+    assert "these hold" in RECENT_HEADER
+
+
 async def test_an_expired_fact_is_not_listed_and_no_facts_means_no_memory(user: Any, thread_db: Any) -> None:
     provider = DjangoMemoryProvider()
     assert await provider.summary_for(user.pk) is None
