@@ -147,7 +147,8 @@ def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | 
         props = condition.get("properties") if isinstance(condition, dict) else None
         if not (isinstance(props, dict) and len(props) == 1 and isinstance(then, dict)
                 and set(then) <= {"required", "properties"} and isinstance(then.get("required", []), list)
-                and isinstance(then.get("properties", {}), dict)):
+                and isinstance(then.get("properties", {}), dict)
+                and all(v == {} and n in base["properties"] for n, v in then.get("properties", {}).items())):
             return None
         (name, test), = props.items()
         if not isinstance(test, dict) or set(test) != {"const"} or key not in (None, name):

@@ -19,6 +19,7 @@ from django.conf import settings
 
 from agent import ctx, gate, ports
 from agent.aids import (
+    REPEATED,
     Decision,
     LoopState,
     instruction_openers,
@@ -77,8 +78,6 @@ class AgentError(Exception):
     """A turn ended with an error event (run() raises it with the event's message)."""
 
 
-REPEATED = ("Not run: you already called {tool} with exactly these arguments in the previous step. "
-            "Its result is above — use it to answer the user instead of calling the tool again.")
 
 
 def _max_context() -> int:

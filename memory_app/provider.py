@@ -53,14 +53,17 @@ class DjangoMemoryProvider:
             if not summary.stale:
                 return text
             facts = facts.filter(updated_at__gt=summary.updated_at)
+        listed = [f async for f in facts[:50]]
+        if text and summary is not None:
             # A value changed since the summary was written: the summary still states the old one, and the
             # 1.5B model answered with it ("atlas") although the newer fact ("boreas") followed. The line
-            # names the old value, so the two are not read as two facts. Newest change first: the oldest
-            # change's old value, the one the summary saw, is kept.
+            # names the old value, so the two are not read as two facts. Only facts the summary saw
+            # (created before it); newest change first, so the oldest change's old value is kept.
+            seen = [f.pk for f in listed if f.created_at <= summary.updated_at]
             async for change in MemoryFactChange.objects.filter(
-                    fact__user_id=user_id, created_at__gt=summary.updated_at).order_by("-created_at"):
+                    fact_id__in=seen, created_at__gt=summary.updated_at).order_by("-created_at"):
                 was[change.fact_id] = change.old_value
-        lines = recent_lines([f async for f in facts[:50]], was=was)
+        lines = recent_lines(listed, was=was)
         if not lines:
             return text or None
         if not text:

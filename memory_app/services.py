@@ -23,6 +23,9 @@ log = structlog.get_logger(__name__)
 
 Reason = MemoryFactChange.Reason
 
+# Facts about someone else ("people": a friend's birthday) are never merged with the user's own by key.
+OWN_CATEGORY = frozenset({"people"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpsertResult:
@@ -70,6 +73,7 @@ def fact_upsert(
     (category, key) but exactly one with that key under another category, that fact is updated and
     moved to ``category``: the same statement filed under "personal" one day and "preferences" the
     next (Qwen 1.5B) left the older value beside the newer, and the model answered with the older.
+    Facts about other people (``OWN_CATEGORY``) are never merged so.
 
     Raises BadRequest for an unusable key or value.
     """
@@ -78,9 +82,12 @@ def fact_upsert(
     now = timezone.now()
     with transaction.atomic():
         fact = MemoryFact.objects.select_for_update().filter(user_id=user_id, category=category, key=key).first()
-        if fact is None and one_per_key:
-            elsewhere = list(MemoryFact.objects.select_for_update().filter(user_id=user_id, key=key)[:2])
-            if len(elsewhere) == 1:
+        moving = False
+        if fact is None and one_per_key and category not in OWN_CATEGORY:
+            elsewhere = list(MemoryFact.objects.select_for_update().filter(user_id=user_id, key=key)
+                             .exclude(category__in=OWN_CATEGORY)[:2])
+            moving = len(elsewhere) == 1
+            if moving:
                 fact = elsewhere[0]
                 fact.category = category
         if fact is None:
@@ -109,8 +116,20 @@ def fact_upsert(
         if fact.is_expired:  # stated again: it holds again
             fact.expires_at = None
         fact.updated_at = now
-        fact.save()
-        _mark_summary_stale(user_id)
+        try:
+            with transaction.atomic():
+                fact.save()
+        except IntegrityError:
+            if not moving:
+                raise
+            # Moved into (category, key) that a concurrent writer has just created: update theirs instead.
+            transaction.set_rollback(True)
+        else:
+            moving = False
+            _mark_summary_stale(user_id)
+    if moving:
+        return fact_upsert(user_id=user_id, category=category, key=key, value=value, confidence=confidence,
+                           session_id=session_id, message_id=message_id, reason=reason)
     return UpsertResult(fact=fact, created=False, changed=changed)
 
 

@@ -268,3 +268,19 @@ async def test_after_a_failure_tried_twice_the_user_is_told_the_tools_error_not_
     answer = events[-1]["content"]
     assert answer.startswith("I tried filesystem, but it did not work: ") and "shopping.txt" in answer
     assert "Not run" not in answer and "Answer the user now" not in answer
+
+
+def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> None:
+    from agent.aids import REPEATED, poor_answer
+    from agent.llm.base import ChatMessage
+
+    denied = ChatMessage(role="tool", name="shell", content=(
+        "Not run: the user denied this shell call. Do not try it again in another way; tell the user what "
+        "you wanted to do."))
+    assert poor_answer("The user denied this shell call.", [denied]) is None  # the news itself: an answer
+    assert poor_answer("I wanted to clear the logs, but the user denied this shell call.", [denied]) is None
+    repeated = ChatMessage(role="tool", name="todo", content=REPEATED.format(tool="todo"))
+    assert poor_answer(REPEATED.format(tool="todo"), [repeated]) == "Navi's own instruction repeated"
+    for fine in ("Your list has two steps.", "It is 14:05 UTC.", "Priya Raman wrote it."):
+        assert poor_answer(fine, [repeated]) is None
+    assert poor_answer("Answer the user now.") == "Navi's own instruction repeated"

@@ -70,7 +70,10 @@ async def test_a_value_changed_since_the_summary_names_the_value_the_summary_sti
     assert await provider.summary_for(user.pk) == (
         f"Alice's server is called atlas.\n\n{RECENT_HEADER}\n- shell: fish\n"
         "- server name: cygnus (changed from atlas)")
-    assert "these hold" in RECENT_HEADER
+    # A fact first saved after the summary, then changed, was never in it: no "changed from".
+    await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="shell", value="zsh")
+    assert (await provider.summary_for(user.pk)).endswith(f"{RECENT_HEADER}\n- shell: zsh\n"
+                                                          "- server name: cygnus (changed from atlas)")
 
 
 async def test_an_expired_fact_is_not_listed_and_no_facts_means_no_memory(user: Any, thread_db: Any) -> None:

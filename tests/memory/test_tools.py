@@ -129,3 +129,50 @@ async def test_saving_a_key_under_another_category_replaces_the_old_fact(as_user
     await MemorySaveTool().execute({"category": "work", "key": "favourite_editor", "value": "Vim"})
     assert (await MemoryFact.objects.aget(pk=theirs.pk)).category == "preferences"
     assert await MemoryFact.objects.filter(user=as_user, key="favourite_editor").acount() == 1
+
+
+async def test_facts_about_other_people_and_ambiguous_keys_are_not_merged(as_user: Any, enqueued: list[Any]) -> None:
+    await MemorySaveTool().execute({"category": "people", "key": "birthday", "value": "Mia: 3 May"})
+    await MemorySaveTool().execute({"category": "personal", "key": "birthday", "value": "12 June"})
+    # Two facts hold the key already (stored before keys named one fact): which is meant is unknown.
+    await MemoryFact.objects.acreate(user=as_user, category="work", key="laptop", value="ThinkPad")
+    await MemoryFact.objects.acreate(user=as_user, category="preferences", key="laptop", value="a light one")
+    await MemorySaveTool().execute({"category": "environment", "key": "laptop", "value": "Debian"})
+    facts = sorted([(f.category, f.key, f.value) async for f in MemoryFact.objects.filter(user=as_user)])
+    assert facts == [("environment", "laptop", "Debian"), ("people", "birthday", "Mia: 3 May"),
+                     ("personal", "birthday", "12 June"), ("preferences", "laptop", "a light one"),
+                     ("work", "laptop", "ThinkPad")]
+
+
+async def test_a_move_that_meets_a_concurrent_writer_gives_way_without_an_error(as_user: Any,
+                                                                                enqueued: list[Any]) -> None:
+    """Between reading the old fact and saving it under its new category, (user, category, key) is
+    created: the move gives way and the value is saved, with no error for the model. (The row is
+    created inside the same transaction here, so it is rolled back with the move.)"""
+    from django.db.models.signals import pre_save
+
+    await MemorySaveTool().execute({"category": "personal", "key": "server_name", "value": "atlas"})
+
+    def concurrent_writer(sender: Any, instance: MemoryFact, **kwargs: Any) -> None:
+        if instance.pk and instance.category == "preferences":
+            pre_save.disconnect(concurrent_writer, sender=MemoryFact)
+            MemoryFact.objects.create(user_id=instance.user_id, category="preferences", key="server_name",
+                                      value="vega")
+
+    pre_save.connect(concurrent_writer, sender=MemoryFact)
+    try:
+        saved = await MemorySaveTool().execute({"category": "preferences", "key": "server_name", "value": "boreas"})
+    finally:
+        pre_save.disconnect(concurrent_writer, sender=MemoryFact)
+    assert saved.success and " [preferences] server_name: boreas" in saved.output
+    assert (await MemoryFact.objects.aget(user=as_user, category="preferences")).value == "boreas"
+    assert await MemoryFactChange.objects.filter(fact__user=as_user, old_value="atlas").acount() == 0
+
+
+async def test_the_same_value_under_another_category_moves_the_fact_without_a_change(as_user: Any,
+                                                                                     enqueued: list[Any]) -> None:
+    await MemorySaveTool().execute({"category": "personal", "key": "server_name", "value": "atlas"})
+    again = await MemorySaveTool().execute({"category": "environment", "key": "server_name", "value": "atlas"})
+    assert again.output.startswith("Already remembered: [environment] server_name: atlas")
+    assert [(f.category, f.value) async for f in MemoryFact.objects.filter(user=as_user)] == [("environment", "atlas")]
+    assert not await MemoryFactChange.objects.filter(fact__user=as_user).aexists()
