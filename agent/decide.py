@@ -201,14 +201,16 @@ def parse_decision(text: str, schemas: list[dict[str, Any]]) -> StepDecision:
     if not isinstance(arguments, dict):
         return StepDecision(problem=f"the arguments of {name} must be a JSON object, got {json.dumps(arguments)[:200]}")
     call = ToolCallRequest(id=new_call_id(), name=name, arguments=arguments)
-    problem = argument_problem(arguments, (by_name[name].get("function") or {}).get("parameters"))
+    function = by_name[name].get("function") or {}
+    problem = argument_problem(arguments, function.get("parameters"), str(function.get("description") or ""))
     if problem:
         return StepDecision(call=call, problem=f"the arguments of {name} are not valid: {problem}")
     return StepDecision(call=call)
 
 
-def argument_problem(arguments: dict[str, Any], parameters: Any) -> str | None:
-    """The first way ``arguments`` break the tool's parameter schema, or None."""
+def argument_problem(arguments: dict[str, Any], parameters: Any, description: str = "") -> str | None:
+    """The first way ``arguments`` break the tool's parameter schema, or None. ``description``: the
+    tool's own, which an argument must not copy either."""
     if not isinstance(parameters, dict):
         return None
     try:
@@ -218,27 +220,34 @@ def argument_problem(arguments: dict[str, Any], parameters: Any) -> str | None:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{where + ': ' if where else ''}{error.message}"
-    return _copied_description(arguments, parameters)
+    return _copied_description(arguments, parameters, description)
 
 
 def _words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any]) -> str | None:
-    """A text argument that repeats the schema's own description of a parameter is no value: a small
-    model copies what it read last ("your self-instruction, written as a todo naming tools, files or
-    urls" as a reminder's instruction). Six words or more, found in a parameter's description (an
-    example a description gives, like 'tomorrow at 09:00', is shorter and stays a value)."""
+def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], tool: str = "") -> str | None:
+    """A text argument that repeats the schema's own description of a parameter, or of the tool, is no
+    value: a small model copies what it read last ("your self-instruction, written as a todo naming
+    tools, files or urls" as a reminder's instruction; the 0.5B also gave schedule_recall's "Set a
+    reminder or schedule future work for yourself, once or repeating" as one). Six words or more in a
+    row from a description (an example a description gives, like 'tomorrow at 09:00', is shorter and
+    stays a value)."""
     props = parameters.get("properties")
     if not isinstance(props, dict):
         return None
     described = [_words(str(p.get("description") or "")) for p in props.values() if isinstance(p, dict)]
+    whole = f" {_words(tool)} "
     for name, value in arguments.items():
         said = _words(value) if isinstance(value, str) else ""
-        if len(said.split()) >= 6 and any(said in text for text in described):
+        words = said.split()
+        if len(words) >= 6 and any(said in text for text in described):
             return (f"{name}: {value[:80]!r} repeats the description of a parameter; write the value itself, "
                     "taken from what the user asked")
+        if tool and any(f" {' '.join(words[i:i + 6])} " in whole for i in range(len(words) - 5)):
+            return (f"{name}: {value[:80]!r} repeats the tool's description; write the value itself, taken "
+                    "from what the user asked")
     return None
 
 

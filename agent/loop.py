@@ -436,7 +436,8 @@ class Agent:
         if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
             return True  # "I would use the filesystem function with {…}": before any result, that is a call
         return any(c.arguments_error or c.name not in plan.callable
-                   or argument_problem(c.arguments, plan.parameters(c.name)) for c in decision.calls)
+                   or argument_problem(c.arguments, plan.parameters(c.name), plan.description(c.name))
+                   for c in decision.calls)
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan,
                       state: LoopState) -> StepDecision | None:

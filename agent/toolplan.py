@@ -64,10 +64,17 @@ class ToolPlan:
 
     def parameters(self, name: str) -> Any:
         """The full parameter schema of tool ``name`` (None: unknown)."""
+        return self._function(name).get("parameters")
+
+    def description(self, name: str) -> str:
+        """The full description of tool ``name`` ("" when unknown)."""
+        return str(self._function(name).get("description") or "")
+
+    def _function(self, name: str) -> dict[str, Any]:
         for schema in [*self.every, *self.schemas]:
             if schema["function"]["name"] == name:
-                return schema["function"].get("parameters")
-        return None
+                return dict(schema["function"])
+        return {}
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -387,3 +387,19 @@ def test_a_value_that_repeats_a_parameters_description_is_not_valid() -> None:
     # A short value, or one that only shares words with a description, is a value.
     assert argument_problem({"message": "Remind the user to stretch, naming tools", "when": "tomorrow at 09:00"},
                             parameters) is None
+
+
+def test_a_value_that_repeats_the_tools_own_description_is_not_valid() -> None:
+    from agent.decide import argument_problem
+
+    parameters = {"type": "object", "properties": {"message": {"type": "string"}, "when": {"type": "string"}}}
+    tool = ("Set a reminder or schedule future work for yourself, once or repeating (a 'recall' of this session): "
+            "when it fires you wake up and continue.")
+    problem = argument_problem({"message": "Set a reminder or schedule future work for yourself, once or repeating",
+                                "when": "1h"}, parameters, tool)
+    assert problem and problem.startswith("message: ") and "repeats the tool's description" in problem
+    # Copied words amid the user's own (fewer than six in a row) are a value.
+    assert argument_problem({"message": "Remind the user to drink water, once every hour", "when": "1h"},
+                            parameters, tool) is None
+    assert argument_problem({"message": "Set a reminder or schedule future work for yourself, once or repeating",
+                             "when": "1h"}, parameters) is None  # no description given: nothing to compare
