@@ -124,7 +124,7 @@ class LoopState:
 
 
 # A list may be the user's own (steps no tool can do): "Do it now" alone made the 1.5B answer "To buy
-# stamps, you can visit the post office" instead of saying the list was made.
+# stamps, you can visit the post office" instead of saying the list was made (and see ``_only_todo``).
 TODO_NEXT = "If one of your tools can do it, do it now; if not, tell the user what you did."
 TODO_SET_AGAIN = ("Not run: the todo list was already set in this turn (its steps are above); setting it again "
                   "would replace them. Answer the user now.")
@@ -161,11 +161,23 @@ def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]]
         return [ChatMessage(role="system", content=ANSWER_NOW)]
     if allow and turn.history[-1].role == "tool" and state.on("nudges"):
         step = next_step(todo)
-        if step is not None and state.small and state.on("todo_progress"):
+        if step is not None and state.small and state.on("todo_progress") and not _only_todo(turn.history):
             return [ChatMessage(role="system", content=f"Next step of your todo list: {step.get('title', '')}. "
                                                         f"{TODO_NEXT}")]
         return [ChatMessage(role="system", content=AFTER_TOOLS)]
     return []
+
+
+def _only_todo(history: list[ChatMessage]) -> bool:
+    """The last step only wrote the todo list: what comes next is the model's to decide (the list may be
+    the user's own, whose steps no tool can do; told "Next step: buy stamps", the 1.5B claimed it had
+    used a tool to buy them). Once another tool has advanced the list, the next step is named."""
+    last: list[ChatMessage] = []
+    for message in reversed(history):
+        if message.role != "tool":
+            break
+        last.append(message)
+    return bool(last) and all(m.name == "todo" for m in last)
 
 
 def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, names: list[str],

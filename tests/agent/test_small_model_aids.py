@@ -62,10 +62,11 @@ async def test_text_caller_works_through_its_todo_list_then_answers(agent_env) -
     calls = [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"]
     assert calls == [("todo", True), ("filesystem", True), ("filesystem", True)]
     requests = agent_env.requests()
-    # Tools stay usable while steps are open, the next open step is named; once the list is done
-    # the model must answer.
+    # Tools stay usable while steps are open; right after the list was written the model decides what
+    # comes next (it may be the user's own list), then each next open step is named; once the list is
+    # done the model must answer.
     assert all("Do not call any tool" not in r["messages"][-1]["content"] for r in requests[:3])
-    assert requests[1]["messages"][-1]["content"].startswith("Next step of your todo list: read a.txt.")
+    assert requests[1]["messages"][-1]["content"].startswith("The tool results above are available.")
     assert requests[2]["messages"][-1]["content"].startswith("Next step of your todo list: read b.txt.")
     assert "Do not call any tool" in requests[3]["messages"][-1]["content"]
     todo = json.loads((folder / ".navi" / "todo.json").read_text())["steps"]
