@@ -3,7 +3,8 @@
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
 Success is judged by what the user sees and what was stored: a correct side effect with an
-answer that refuses, is empty, or shows a raw call, is a failure (``answered``).
+answer that refuses, is empty, or shows a raw call, is a failure (``answered``), and so is one
+that does not say what was done (``says``, from round 5).
 
 **The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
 dev, the last two test). Prompts, tool descriptions and aids are tuned on the dev half only;
@@ -45,6 +46,17 @@ def answered(t: Turn) -> str | None:
 
 # Call markup in what streamed to the user: JSON call fields, the tags models wrap calls in, a JSON fence.
 SHOWN_CALL = re.compile(r'"(?:name|arguments|action)"\s*:|<tools>|<function[\s=>]|<tool_call>|```json')
+
+
+def says(t: Turn, *any_of: str, all_of: tuple[str, ...] = ()) -> tuple[bool, str]:
+    """The answer tells the user what was done: it names what was stored (any of ``any_of``, or every
+    one of ``all_of``), or at least what kind of thing it was ("a note", "the list"). A correct side
+    effect answered with "Sure, I can help you with that. Please let me know what you need" (a
+    reminder that was set), "I did not find a tool to buy stamps" (a todo list that was made) or a
+    claim that a tool bought the stamps passed before round 5's review of the answers."""
+    shown = t.final.lower()
+    ok = any(w in shown for w in any_of) or bool(all_of) and all(w in shown for w in all_of)
+    return ok, f"the answer does not say what was done ({t.final[:60]!r})"
 
 
 def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed: frozenset[str] = frozenset()) -> Outcome:
@@ -162,7 +174,8 @@ async def write_file(env: Env, text: str) -> Outcome:
     content = path.read_text().lower() if path.exists() else ""
     items = [w for w in ("milk", "eggs", "bread") if w in content]
     return verdict(start, [(path.exists(), "shopping.txt was not written"),
-                           (len(items) == 3, f"shopping.txt has only {items}")], t, allowed=frozenset({"filesystem"}))
+                           (len(items) == 3, f"shopping.txt has only {items}"), says(t, "shopping", "milk")],
+                   t, allowed=frozenset({"filesystem"}))
 
 
 async def note(env: Env, text: str) -> Outcome:
@@ -170,7 +183,8 @@ async def note(env: Env, text: str) -> Outcome:
     number = str(random.randint(1000, 9999))
     t = await turn(env, new_session(env, "note"), text.replace("{v}", number))
     found = [n for n in _notes(env) if number in n["text"]]
-    return verdict(start, [(bool(found), f"no note with {number}")], t, allowed=frozenset({"user_notes"}))
+    return verdict(start, [(bool(found), f"no note with {number}"), says(t, number, "note")], t,
+                   allowed=frozenset({"user_notes"}))
 
 
 SERVER_NAMES = ["atlas", "boreas", "cygnus", "draco", "electra", "fornax", "gemini", "hydra", "izar", "juno"]
@@ -189,8 +203,8 @@ async def remember(env: Env, text: str) -> Outcome:
     # No wait for the summary the model rebuilds in the background: the stored fact must reach the
     # new session's prompt at once (memory_app.provider lists the facts the summary lacks).
     t2 = await turn(env, new_session(env, "recall a fact"), "What is my server called?")
-    return verdict(start, [(name in t2.final.lower(), f"the new session did not know {name}")], t1, t2,
-                   allowed=frozenset({"memory_save"}))
+    return verdict(start, [says(t1, name, "remember"), (name in t2.final.lower(), f"the new session did not know {name}")],
+                   t1, t2, allowed=frozenset({"memory_save"}))
 
 
 def _recall(env: Env, sid: str) -> dict[str, Any] | None:
@@ -211,7 +225,8 @@ async def remind_once(env: Env, text: str) -> Outcome:
     said = recall["additional_context_message"].lower()
     return verdict(start, [(recall.get("call_type") == "once", f"a {recall.get('call_type')} recall"),
                            (2.0 <= minutes <= 5.0, f"due in {minutes:.1f} min"),
-                           ("stretch" in said, f"the instruction {said[:80]!r} lacks 'stretch'")],
+                           ("stretch" in said, f"the instruction {said[:80]!r} lacks 'stretch'"),
+                           says(t, "stretch", "remind")],
                    t, allowed=frozenset({"schedule_recall"}))
 
 
@@ -227,7 +242,8 @@ async def remind_every(env: Env, text: str) -> Outcome:
     said = recall["additional_context_message"].lower()
     return verdict(start, [(recall.get("call_type") == "recurring", f"a {recall.get('call_type')} recall"),
                            (1800 <= interval <= 7200, f"every {interval} s"),
-                           ("water" in said, f"the instruction {said[:80]!r} lacks 'water'")],
+                           ("water" in said, f"the instruction {said[:80]!r} lacks 'water'"),
+                           says(t, "water", "remind")],
                    t, allowed=frozenset({"schedule_recall"}))
 
 
@@ -242,7 +258,8 @@ async def todo_list(env: Env, text: str) -> Outcome:
     steps = steps.get("steps", steps) if isinstance(steps, dict) else steps
     titles = " ".join(str(s.get("title", "")) for s in steps if isinstance(s, dict)).lower()
     return verdict(start, [(len(steps) >= 2, f"{len(steps)} todo steps"),
-                           ("stamp" in titles and "letter" in titles, f"the steps {titles[:80]!r}")],
+                           ("stamp" in titles and "letter" in titles, f"the steps {titles[:80]!r}"),
+                           says(t, "list", all_of=("stamp", "letter"))],
                    t, allowed=frozenset({"todo"}))
 
 
