@@ -74,7 +74,7 @@ class ScheduleRecallTool(Tool):
         "type": "object",
         "properties": {
             "call_type": {"type": "string", "enum": ["once", "recurring", "immediate"],
-                          "description": "once, recurring or immediate."},
+                          "description": "'once' at 'when'; 'recurring' from 'when' on; 'immediate' right now."},
             "when": {"type": "string", "description": "Trigger time, required for once/recurring. Relative "
                      "formats preferred: '30m', '2h 15m', 'in 3 hours', 'tomorrow at 09:00'. ISO 8601 only if "
                      "the timezone is known.", GRAMMAR_PATTERN: WHEN_PATTERN},
