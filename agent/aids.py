@@ -186,7 +186,8 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if not allow:
         # Calls of tools that were not offered ("answer now", the answer step) are never run nor shown.
         written = extract_text_tool_calls(call.text, known) if state.reads_text_calls else None
-        wrote_call = bool(call.tool_calls) or bool(written and (written.calls or written.malformed or written.unknown_tool))
+        wrote_call = (bool(call.tool_calls) or bool(written and (written.calls or written.malformed or written.unknown_tool))
+                      or (state.reads_text_calls and call.opened_like_a_call and names_a_tool(call.text, known)))
         if wrote_call:
             return Decision(calls=[], content="", replaced=True)
         return Decision(calls=[], content=call.text)
@@ -207,6 +208,13 @@ def interpret(call: StreamedCall, turn: Turn, state: LoopState, allow: bool, nam
     if found.unknown_tool:  # told once already: never show the call
         return Decision(calls=[], content="", replaced=True)
     return Decision(calls=[], content=call.text)
+
+
+def names_a_tool(text: str, known: set[str]) -> bool:
+    """JSON that names a known tool as its "name" or "tool": a call, whatever shape its arguments take
+    (the 0.5B, told to answer, wrote ``{"name": "schedule_recall", "additional_context_message": …}``
+    with the arguments beside the name, which no call parser takes, and it was shown as the answer)."""
+    return any(re.search(rf'"(?:name|tool)"\s*:\s*"{re.escape(name)}"', text) for name in known)
 
 
 REFUSAL = re.compile(r"\A\s*(?:" + "|".join(re.escape(r).replace("'", "['\u2019]") for r in REFUSAL_OPENERS)

@@ -285,3 +285,17 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     for fine in ("Your list has two steps.", "It is 14:05 UTC.", "Priya Raman wrote it."):
         assert poor_answer(fine, [repeated]) is None
     assert poor_answer("Answer the user now.") == "Navi's own instruction repeated"
+
+
+async def test_a_call_with_its_arguments_beside_the_name_is_never_shown_as_the_answer(agent_env) -> None:
+    """Told to answer, the 0.5B model wrote a call in a shape no parser takes (arguments beside the
+    name); the user saw it as the answer. It is a call nobody may run: not shown."""
+    flat = json.dumps({"name": "schedule_recall", "additional_context_message": "Drink water."})
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["drink water"]))
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["drink water"]))  # repeated: answer now
+    agent_env.fake.script(text=flat)
+    agent_env.fake.script(text=flat)  # asked once more: the same
+    events = await agent_env.run("Remind me every hour to drink water.")
+    shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert '"name"' not in shown and '"name"' not in events[-1]["content"]
+    assert events[-1]["content"].startswith("Todo list (0/1 done)")  # the honest account of what was done
