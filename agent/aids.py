@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.context import MEMORY_HEADER
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
@@ -277,11 +278,12 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     said_words = re.findall(r"[a-z0-9']+", text.lower())
     said = " " + " ".join(said_words) + " "
     for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
-                        TODO_SET_AGAIN, *more):
+                        TODO_SET_AGAIN, MEMORY_HEADER, *more):
         words = re.findall(r"[a-z0-9']+", instruction.lower())
         if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
             return True
-        # A shorter answer that is nothing but a piece of it ("Answer the user now.").
+        # A shorter answer that is nothing but a piece of it ("Answer the user now."; after a todo list, the
+        # 1.5B answered "I remember about the user." from the memory block's header).
         if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":
             return True
     return False

@@ -285,6 +285,7 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     for fine in ("Your list has two steps.", "It is 14:05 UTC.", "Priya Raman wrote it."):
         assert poor_answer(fine, [repeated]) is None
     assert poor_answer("Answer the user now.") == "Navi's own instruction repeated"
+    assert poor_answer("I remember about the user.") == "Navi's own instruction repeated"  # the memory header
 
 
 async def test_a_call_with_its_arguments_beside_the_name_is_never_shown_as_the_answer(agent_env) -> None:
