@@ -24,6 +24,7 @@ const s = {
   localPending: false, lastSent: null, pendingSync: false, runEventsSinceOpen: 0,
   lastRenderedSeq: 0, historyKey: "", firstSeq: null, stopTimer: null, openToken: 0, todoTimer: null,
   turnsBegun: 0, // counts turns started here (sent or seen): a history read older than one is stale
+  turnsEnded: 0, // counts turns ended here: a read in flight while one ended may predate its saved answer
 };
 
 export function initChat(elements) {
@@ -376,12 +377,14 @@ async function reload({ force = false, keepWitnessed = false } = {}) {
   const id = store.currentId;
   if (!id) return;
   const begun = s.turnsBegun;
+  const ended = s.turnsEnded;
   try {
     const detail = await api.getSession(id);
     if (id !== store.currentId) return;
-    // A turn began while this was read (it may even have ended): the read may predate its saved
-    // answer, which is on screen. That turn's session_sync reloads again; this one is stale.
-    if (s.turn || s.localPending || begun !== s.turnsBegun) return;
+    // A turn began or ended while this was read: the read may predate its saved answer, which is on
+    // screen (a read begun after sending, before the turn's first event, came back after its end and
+    // rendered a history without the answer). That turn's session_sync reloads again; this one is stale.
+    if (s.turn || s.localPending || begun !== s.turnsBegun || ended !== s.turnsEnded) return;
     applyDetail(detail);
     if (keepWitnessed) {
       // This tab saw the whole turn live (richer than history: subagent nesting, timings):
@@ -513,6 +516,7 @@ function endTurn(kind) {
   }
   s.witnessed = Boolean(s.turn && s.turnClean && s.userShown && ["end", "stopped", "error"].includes(kind));
   s.turn = null;
+  s.turnsEnded += 1;
   set({ busy: false });
   emit("turn:ended", kind);
   decorateLast();
