@@ -23,6 +23,11 @@ None of them looks at the wording of a request: they act on what the model did.
   followed, in the model's context only, by a line naming those files (each in quotes) and saying that
   their content is not known until read: the fact a small model lacks when it answers a question
   about a file from imagination. It keys on files that exist, never on how the request is worded;
+- [doubts] for such a model, before a call runs, the tool compares it with the user's words using
+  only what the tool itself knows (``ToolSet.doubt``): a read of a file that is not there and that
+  the request does not name is a guess — not run, no card, the model is told what is there (once;
+  a second guess, and it answers); an argument the words contradict by the tool's own grammar (a
+  reminder "in 3 minutes" set for 17:00, or to run now) is written again under the schema, told why;
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
   tool call is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.
@@ -85,6 +90,7 @@ class LoopState:
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
     answer_retried: bool = False
     todo_set: bool = False  # the todo list was set by a call of this turn
+    doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -253,6 +259,8 @@ def instruction_openers() -> tuple[str, ...]:
 
 
 NOT_RUN = "Not run:"  # how the result of a call Navi refused to run begins (guards, approvals)
+# After a call the tool doubted as a guess (``doubts``): what the model may do instead.
+GUESSED = "If the user's request needs no tool, answer it in words from what you know."
 REPEATED = ("Not run: you already called {tool} with exactly these arguments in the previous step. "
             "Its result is above — use it to answer the user instead of calling the tool again.")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import structlog
@@ -19,6 +19,8 @@ from django.conf import settings
 
 from agent import ctx, gate, ports
 from agent.aids import (
+    GUESSED,
+    NOT_RUN,
     REPEATED,
     Decision,
     LoopState,
@@ -308,10 +310,14 @@ class Agent:
             decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
-            if state.constrained and allow and self._needs_constraint(call, decision, plan, turn, state):
-                # The model chose to call a tool but wrote no valid call: the call is generated again under
-                # the schema of the offered tools, so a missing tool or invalid arguments cannot be produced.
-                step = await self._decide(turn, messages, plan, state)
+            doubt = self._doubt(registry, turn, state, decision.calls)
+            contradicted = doubt is not None and not doubt.answer
+            if state.constrained and allow and (contradicted or self._needs_constraint(call, decision, plan, turn, state)):
+                # The model chose to call a tool but wrote no valid call, or one the user's words contradict:
+                # the call is generated again under the schema of the offered tools, so a missing tool or
+                # invalid arguments cannot be produced.
+                step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                                          contradicted=(call.text, doubt.reason) if doubt and contradicted else None)
                 if turn.stop_event.is_set():
                     turn.outcome = "stopped"
                     yield StreamStopped()
@@ -320,6 +326,17 @@ class Agent:
                     continue  # no usable call: the next step answers (force_answer is set)
                 if step is not None and step.call is not None:
                     decision = Decision(calls=[step.call], content="", from_text=True)
+                    doubt = self._doubt(registry, turn, state, decision.calls)
+            if doubt is not None and doubt.answer and decision.calls:
+                # A call resting on a guess (a file nobody named that is not there) is not run and shows no
+                # card: the model is told what is there, once; a second guess, and it answers.
+                log.info("call_doubted", tools=[c.name for c in decision.calls], reason=doubt.reason[:300])
+                if state.doubted:
+                    state.force_answer = True
+                    continue
+                state.doubted = True
+                decision = Decision(calls=[], content=call.text or decision.content,
+                                    note=f"{NOT_RUN} {doubt.reason} {GUESSED}")
             if decision.note is not None:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
@@ -426,6 +443,20 @@ class Agent:
         return plan_tools(schemas, budget=budget, fixed_tokens=fixed, loaded=loaded_tools(turn.history),
                           finder=finder[0] if finder else None)
 
+    @staticmethod
+    def _doubt(registry: ports.ToolSet, turn: Turn, state: LoopState,
+               calls: Sequence[ToolCallRequest]) -> ports.Doubt | None:
+        """The first of a small model's ``calls`` that the tool itself doubts (``ToolSet.doubt``), against
+        the words of the user's request."""
+        if not (state.small and state.on("doubts")):
+            return None
+        for call in calls:
+            if not call.arguments_error:
+                found = registry.doubt(call.name, call.arguments, turn.goal)
+                if found is not None:
+                    return found
+        return None
+
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
         """The model tried to call a tool (a call, a broken or unknown one) and what it wrote cannot run as is."""
@@ -439,13 +470,19 @@ class Agent:
                    or argument_problem(c.arguments, plan.parameters(c.name), plan.description(c.name))
                    for c in decision.calls)
 
-    async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan,
-                      state: LoopState) -> StepDecision | None:
+    async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
+                      doubt: Callable[[ToolCallRequest], ports.Doubt | None],
+                      contradicted: tuple[str, str] | None = None) -> StepDecision | None:
         """The call, generated under the schema of the offered tools (the model already chose to call
-        one); one repair round for what the schema could not rule out (free-form arguments). None: the
-        server takes no schema (logged; the call as written goes through the text-call aids instead)."""
+        one); one repair round for what the schema could not rule out (free-form arguments, an argument
+        the user's words contradict: ``doubt``). ``contradicted``: the model's own call and why the user's
+        words contradict it, told before the first attempt. None: the server takes no schema (logged;
+        the call as written goes through the text-call aids instead)."""
         schema = call_schema(plan.every)
         request = call_messages(messages, tools=plan.every)
+        if contradicted is not None:
+            request = [*request, ChatMessage(role="assistant", content=contradicted[0] or "(a call)"),
+                       ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]
         for attempt in (1, 2):
             try:
                 text = await self._collect(turn, request, schema, plan.schemas)
@@ -457,6 +494,9 @@ class Agent:
             if turn.stop_event.is_set():
                 return StepDecision()
             step = parse_decision(text, plan.every)
+            found = doubt(step.call) if step.call is not None and step.problem is None else None
+            if found is not None and not found.answer:
+                step = StepDecision(call=step.call, problem=found.reason)
             if step.problem is None:
                 return step
             log.info("decision_unusable", attempt=attempt, problem=step.problem[:300])

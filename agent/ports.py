@@ -44,6 +44,18 @@ class ToolOutput(Protocol):
     def for_model(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Doubt:
+    """Why a call does not do what the user's words ask, found before it runs (``ToolSet.doubt``).
+
+    ``answer``: the call rests on a guess (a file nobody named that is not there): it is not run and the
+    model is told what is there instead. Otherwise an argument contradicts the user's words (a reminder
+    "in 3 minutes" set for an hour from now): the call is written again, told ``reason``."""
+
+    reason: str
+    answer: bool = False
+
+
 class ToolSet(Protocol):
     """The tools of one turn: names, schemas for the model, and execution."""
 
@@ -61,6 +73,11 @@ class ToolSet(Protocol):
 
     async def execute(self, name: str, args: Any, *, allowed: set[str] | None = None) -> ToolOutput:
         """Run one call. Tool errors come back as an unsuccessful result, never as an exception."""
+        ...
+
+    def doubt(self, name: str, args: dict[str, Any], request: str) -> Doubt | None:
+        """Why the call ``name(args)`` does not do what ``request`` (the user's words) asks, judged by the
+        tool itself before it runs (None: nothing to say)."""
         ...
 
 

@@ -13,7 +13,7 @@ def _validate_name_list(value: object) -> None:
 # The local-model aids one by one (agent/aids.py, docs/real-model.md); a profile switches single
 # aids off with ``local_model_aids_off``.
 LOCAL_MODEL_AIDS = ("text_calls", "repair", "repeat_guard", "nudges", "answer_after_success", "todo_progress",
-                    "answer_retry", "named_files")
+                    "answer_retry", "named_files", "doubts")
 # Aids that keyed on the wording of requests, removed in issue 24 (a data migration drops them from profiles).
 REMOVED_AIDS = ("greeting", "shortlist", "template_args", "keep_request", "refusal_retry", "one_off_reminder")
 

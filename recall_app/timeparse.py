@@ -22,6 +22,7 @@ The result is an aware UTC datetime strictly after ``now``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from zoneinfo import ZoneInfo
@@ -114,6 +115,46 @@ WHEN_PATTERN = f"^({_G_DURATION}|{_G_CLOCK}|{_G_ISO})$"
 # "3 minutes from now", "10 minutes later". The duration itself is the same grammar either way.
 _FROM_NOW_PREFIX_RE = re.compile(r"^(?:now\s*\+\s*|\+\s*|after\s+)")
 _FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
+
+
+# Times said in free text (a request, not a 'when'): "in 3 minutes", "after two hours", "3 minutes from
+# now", "every 2 hours", "every hour", "hourly". The duration is this module's own grammar.
+# A number word takes a unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
+_SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_SAID_NUMBER = rf"(?:\d+(?:\.\d+)?|{_SAID_WORDS})"
+_SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
+              + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
+_SAID_DURATION = rf"{_SAID_PART}(?:(?:\s*,\s*|\s+and\s+|\s+){_SAID_PART})*"
+_SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
+_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?P<span>{_SAID_DURATION}|(?:{_UNIT_RE})(?![a-z]))|\b(?P<adverb>hourly|daily|weekly)\b")
+_ADVERBS = {"hourly": 3600, "daily": 86400, "weekly": 604800}
+
+
+@dataclass(frozen=True, slots=True)
+class SaidTimes:
+    """The relative times a text says: one-off ("in 3 minutes") and repeats ("every hour"), each as
+    (the words, seconds)."""
+
+    once: tuple[tuple[str, int], ...]
+    every: tuple[tuple[str, int], ...]
+
+
+def said_times(text: str) -> SaidTimes:
+    """The relative times said in free text (``SaidTimes``), read with this module's duration grammar."""
+    said = " ".join(str(text or "").lower().split())
+    every: list[tuple[str, int]] = []
+    for match in _SAID_EVERY_RE.finditer(said):
+        if match.group("adverb"):
+            every.append((match.group(0), _ADVERBS[match.group("adverb")]))
+            continue
+        span = match.group("span")
+        seconds = parse_duration(span if re.match(_SAID_NUMBER + r"\s*", span) and not span.isalpha() else f"1 {span}")
+        if seconds:
+            every.append((match.group(0), seconds))
+    rest = _SAID_EVERY_RE.sub(" ", said)
+    once = [(m.group(0), seconds) for m in _SAID_ONCE_RE.finditer(rest)
+            if (seconds := parse_duration(m.group("lead") or m.group("tail") or ""))]
+    return SaidTimes(once=tuple(once), every=tuple(every))
 
 
 def parse_duration(text: str) -> int | None:

@@ -1,6 +1,7 @@
 """``schedule_recall`` and ``manage_recall`` (spec 004): the agent schedules its own future work."""
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
@@ -9,10 +10,11 @@ from django.utils import timezone
 from agent.ctx import current_session_id, current_user_id
 from agent.decide import GRAMMAR_PATTERN
 from agent.domains import DOMAIN_KEY, TOOLS
-from navi_site.errors import NaviError
+from agent.ports import Doubt
+from navi_site.errors import BadRequest, NaviError
 from recall_app import services
 from recall_app.models import Recall
-from recall_app.timeparse import WHEN_PATTERN
+from recall_app.timeparse import WHEN_PATTERN, WhenError, describe_delta, parse_when, said_times
 from sessions_app.models import Session
 from tools_app.base import Tool, ToolError, ToolResult
 
@@ -103,6 +105,38 @@ class ScheduleRecallTool(Tool):
              "then": {"required": ["when", "interval_seconds"]}},
         ],
     }
+
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """A call the request's own relative times contradict, read with the recall time grammar: "in 3
+        minutes" set for 17:00 (the 1.5B computed absolute times wrongly) or to run now (the 0.5B's
+        'immediate'), "every hour" set once or every 5 minutes. Anything else is left to the model."""
+        said = said_times(request)
+        kind = str(params.get("call_type") or "").strip().lower()
+        if len(said.every) == 1:
+            words, seconds = said.every[0]
+            if kind != "recurring":
+                return Doubt(reason=f"the user asked for a repeat ({words!r}): use call_type 'recurring' with "
+                                    f"interval_seconds {seconds}")
+            interval = params.get("interval_seconds")
+            if isinstance(interval, int | float) and abs(interval - seconds) > seconds * 0.1:
+                return Doubt(reason=f"interval_seconds {interval} is not what the user asked ({words!r} is "
+                                    f"{seconds} seconds)")
+            return None
+        if len(said.once) != 1 or said.every:
+            return None
+        words, seconds = said.once[0]
+        if kind != "once":
+            return Doubt(reason=f"the user asked for one time, {words!r}: use call_type 'once' with when {words!r}")
+        now = timezone.now()
+        try:
+            at = parse_when(str(params.get("when") or ""), now=now, timezone_offset=params.get("timezone_offset") or None)
+        except (WhenError, BadRequest):
+            return None  # the tool's own error says what is wrong
+        expected = now + timedelta(seconds=seconds)
+        if abs((at - expected).total_seconds()) <= max(60, seconds * 0.1):
+            return None
+        return Doubt(reason=f"when {params.get('when')!r} is {describe_delta(at, now=now)}, but the user said "
+                            f"{words!r}: write when as the user said it, {words!r}")
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         recall = await sync_to_async(self._schedule)(params)

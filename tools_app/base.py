@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from agent.ports import Doubt
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
@@ -55,6 +57,12 @@ class Tool(ABC):
 
     @abstractmethod
     async def execute(self, params: dict[str, Any]) -> ToolResult: ...
+
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """Why this call does not do what ``request`` (the user's words) asks, before it runs: a guess
+        (``Doubt(answer=True)``) or an argument the words contradict (None: nothing to say). Only what
+        the tool itself knows (its files, its time grammar), never the wording of particular requests."""
+        return None
 
     def schema(self) -> dict[str, Any]:
         """The JSON-schema tool definition sent to the model."""

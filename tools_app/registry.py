@@ -22,6 +22,7 @@ import structlog
 from django.conf import settings
 
 from agent.ctx import current_profile, current_session_id, current_user_role
+from agent.ports import Doubt
 from tools_app import execution
 from tools_app.base import Tool, ToolError, ToolResult, ToolSource
 from tools_app.loader import LoadError, UserToolLoader
@@ -279,6 +280,17 @@ class ToolRegistry:
             return ToolResult(success=False, error=problem or "invalid arguments")
         result = await self._run(tool, params)
         return self._finish(tool, result)
+
+    def doubt(self, name: str, args: dict[str, Any], request: str) -> Doubt | None:
+        """The tool's own doubt about a call (``Tool.doubt``); a tool whose check fails is not doubted."""
+        tool = self.get(name)
+        if tool is None or not isinstance(args, dict):
+            return None
+        try:
+            return tool.doubt(args, request)
+        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
+            log.warning("tool_doubt_failed", tool=name, exc_info=True)
+            return None
 
     def _refusal(self, name: str, tool: Tool | None, allowed: set[str] | None) -> str | None:
         available = [n for n in self.names() if allowed is None or n in allowed]

@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from agent.ports import Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.paths import check_links, is_root, open_nofollow, resolve_path, session_dir
 from tools_app.safety.permissions import require_staff
@@ -365,12 +366,42 @@ class FilesystemTool(Tool):
     dangerous = False
     untrusted_output = True
 
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """A look at a path that is not there and that the request does not name is a guess (Qwen 1.5B
+        read "/home/user/planets" for a question of general knowledge): not run, and the model is told
+        what the folder has. A path the user named runs even if missing: its error is the answer."""
+        raw = params.get("path")
+        if str(params.get("action", "")) in WRITE_ACTIONS or not isinstance(raw, str) or not raw.strip():
+            return None
+        if _named(raw, request):
+            return None
+        try:
+            path = resolve_path(raw)
+        except ToolError as exc:
+            return Doubt(reason=f"{exc} The user named no such path.", answer=True)
+        if path.exists():
+            return None
+        return Doubt(reason=f"{_missing(path)} The user named no such file.", answer=True)
+
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         action = str(params.get("action", ""))
         output = await asyncio.to_thread(run_action, action, params)
         log.info("filesystem.action", action=action)
         source = _upload_source(action, params)
         return ToolResult(success=True, output=output, metadata={"untrusted_source": source} if source else {})
+
+
+def _named(raw: str, request: str) -> bool:
+    """The request names this path: the path as written, or its file name with an extension
+    ("report.txt"); a bare word ("planets", "notes") is no file name, however it is spelled."""
+    said = request.lower()
+    text = raw.strip().lower()
+    name = Path(text).name
+
+    def said_whole(part: str) -> bool:
+        return re.search(rf"(?<![\w./-]){re.escape(part)}(?![\w/-])", said) is not None
+
+    return said_whole(text) or ("." in name.strip(".") and said_whole(name))
 
 
 _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}_")

@@ -1,0 +1,210 @@
+"""The ``doubts`` aid (issue 24): before a small model's call runs, the tool compares it with the user's
+words using only what the tool itself knows. A look at a file nobody named that is not there is a
+guess: not run, no card, the model is told what is there (a second guess, and it answers). A reminder
+whose time the request's own words contradict is written again under the schema, told why."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from recall_app.timeparse import said_times
+from tests.agent.test_constrained import as_text, calls, constrained, constrained_call, shown
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def started(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "tool_started"]
+
+
+async def test_a_read_of_a_file_nobody_named_that_is_not_there_is_not_run(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="spider_legs.txt"))
+    agent_env.fake.script(text="A spider has eight legs.")
+    events = await agent_env.run("How many legs does a spider have?")
+    assert not started(events) and not calls(events)  # no card, nothing ran
+    assert events[-1]["type"] == "stream_end" and events[-1]["content"] == "A spider has eight legs." == shown(events)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "spider_legs.txt does not exist" in told
+    assert "The user named no such file" in told and "answer it in words" in told
+    assert "tools" in agent_env.requests()[1]  # the model may still use a tool: the note says what is there
+
+
+async def test_a_path_outside_the_allowed_folders_that_nobody_named_is_a_guess_too(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="/usr/share/zoneinfo/Europe/Berlin"))
+    agent_env.fake.script(text="Paris.")
+    events = await agent_env.run("What is the capital of France?")
+    assert not started(events)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert "outside the allowed directories" in told and "The user named no such path" in told
+    assert events[-1]["content"] == "Paris."
+
+
+async def test_told_what_the_folder_has_the_model_reads_the_right_file(agent_env, settings) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.md").write_text("Dentist on Friday.\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="notes.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="notes.md"))
+    agent_env.fake.script(text="Your notes say: dentist on Friday.")
+    events = await agent_env.run("What do my notes say?")
+    assert [(tool, args["path"], ok) for tool, args, ok in calls(events)] == [("filesystem", "notes.md", True)]
+    assert "notes.txt does not exist" in agent_env.requests()[1]["messages"][-1]["content"]
+    assert "notes.md" in agent_env.requests()[1]["messages"][-1]["content"]
+    assert events[-1]["content"] == "Your notes say: dentist on Friday."
+
+
+async def test_a_second_guess_and_the_model_answers_without_tools(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="planets.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="list", path="/home/user/planets"))
+    agent_env.fake.script(text="Mars is known as the Red Planet.")
+    events = await agent_env.run("Which planet is known as the Red Planet?")
+    assert not started(events)
+    assert events[-1]["content"] == "Mars is known as the Red Planet."
+    assert "Do not call any tool" in agent_env.requests()[2]["messages"][-1]["content"]  # told to answer
+
+
+async def test_a_file_the_user_named_is_read_even_when_missing_and_its_error_is_the_answer(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
+    agent_env.fake.script(text="There is no report.txt in this session.")
+    events = await agent_env.run("Who wrote report.txt?")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["path"], ok) == ("filesystem", "report.txt", False)
+    assert events[-1]["content"] == "There is no report.txt in this session."
+
+
+async def test_an_existing_file_and_a_write_are_never_doubted(agent_env, settings) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.txt").write_text("The magic number is 4242.\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
+    agent_env.fake.script(text="The number is 4242.")
+    events = await agent_env.run("What is the magic number?")  # the file exists: not a guess
+    assert [(tool, args["action"], ok) for tool, args, ok in calls(events)] == [("filesystem", "read", True)]
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="copy.txt", content="4242"))
+    agent_env.fake.script(text="I saved 4242 to copy.txt.")
+    events = await agent_env.run("Keep a copy of it.")
+    assert [(tool, args["action"], ok) for tool, args, ok in calls(events)] == [("filesystem", "write", True)]
+    assert (folder / "copy.txt").read_text() == "4242"
+
+
+async def test_with_the_aid_off_a_guessed_read_runs(agent_env) -> None:
+    await constrained(agent_env, local_model_aids_off=["doubts"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="spider_legs.txt"))
+    agent_env.fake.script(text="A spider has eight legs.")
+    events = await agent_env.run("How many legs does a spider have?")
+    [(tool, _args, ok)] = calls(events)
+    assert (tool, ok) == ("filesystem", False)
+
+
+async def test_a_model_with_native_calls_is_not_doubted(agent_env) -> None:
+    agent_env.fake.script(tool_calls=[{"name": "filesystem", "arguments": {"action": "read", "path": "legs.txt"}}])
+    agent_env.fake.script(text="Eight.")
+    events = await agent_env.run("How many legs does a spider have?")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("filesystem", False)]
+
+
+# -- reminders ------------------------------------------------------------------------------------
+
+async def _recall(agent_env) -> object:
+    from recall_app.models import Recall
+
+    return await sync_to_async(lambda: Recall.objects.filter(session_id=agent_env.session_id).first())()
+
+
+async def test_a_reminder_time_the_request_contradicts_is_written_again(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    wrong = (timezone.now() + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")  # the model's own arithmetic
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=wrong,
+                                       additional_context_message="Remind the user to stretch their legs."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 3 minutes",
+                     additional_context_message="Remind the user to stretch their legs.")
+    agent_env.fake.script(text="I'll remind you to stretch in 3 minutes.")
+    asked = timezone.now()
+    events = await agent_env.run("Remind me in 3 minutes to stretch my legs.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], ok) == ("schedule_recall", "in 3 minutes", True)
+    recall = await _recall(agent_env)
+    assert timedelta(minutes=2, seconds=50) <= recall.trigger_at - asked <= timedelta(minutes=3, seconds=10)
+    regenerated = agent_env.requests()[1]["messages"]
+    assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
+    assert json.loads(regenerated[-2]["content"].split("\n")[1])["arguments"]["when"] == wrong
+    assert "in 2 hours" in regenerated[-1]["content"] and "the user said 'in 3 minutes'" in regenerated[-1]["content"]
+    assert events[-1]["content"] == "I'll remind you to stretch in 3 minutes."
+
+
+async def test_a_reminder_set_to_run_now_for_a_later_time_is_written_again(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="immediate",
+                                       additional_context_message="Remind the user to get up and stretch."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="immediate",
+                     additional_context_message="Remind the user to get up and stretch.")  # the same again
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in three minutes",
+                     additional_context_message="Remind the user to get up and stretch.")
+    agent_env.fake.script(text="Done: in three minutes I'll remind you to stretch.")
+    events = await agent_env.run("Can you nudge me in three minutes to get up and stretch?")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["call_type"], ok) == ("schedule_recall", "once", True)
+    first, second = agent_env.requests()[1]["messages"][-1], agent_env.requests()[2]["messages"][-1]
+    assert "use call_type 'once' with when 'in three minutes'" in first["content"]
+    assert "use call_type 'once'" in second["content"]  # the repair round says it again
+
+
+async def test_a_repeat_the_request_asks_for_is_not_set_once(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="1h",
+                                       additional_context_message="Remind the user to drink water."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="recurring", when="1h", interval_seconds=3600,
+                     additional_context_message="Remind the user to drink water.")
+    agent_env.fake.script(text="Every hour I'll remind you to drink water.")
+    events = await agent_env.run("Please remind me hourly to drink a glass of water.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["call_type"], args["interval_seconds"], ok) == ("schedule_recall", "recurring", 3600, True)
+    assert "interval_seconds 3600" in agent_env.requests()[1]["messages"][-1]["content"]
+
+
+async def test_a_reminder_that_agrees_with_the_request_runs_at_once(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon,
+                                       additional_context_message="Remind the user to stretch."))
+    agent_env.fake.script(text="Reminder set: stretch in 3 minutes.")
+    events = await agent_env.run("Set a reminder for 3 minutes from now: stretch my legs.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert len(agent_env.fake.chat_requests) == 2  # no regeneration
+
+
+def test_the_relative_times_a_request_says() -> None:
+    assert said_times("Remind me in 3 minutes to stretch").once == (("in 3 minutes", 180),)
+    assert said_times("Set a reminder for ten minutes from now").once == (("ten minutes from now", 600),)
+    assert said_times("check the build in 2 hours and 15 minutes").once == (("in 2 hours and 15 minutes", 8100),)
+    assert said_times("after an hour, look again").once == (("after an hour", 3600),)
+    assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
+    assert said_times("Every hour, drink").every == (("every hour", 3600),)
+    assert said_times("back up daily") == said_times("back up daily")
+    assert said_times("back up daily").every == (("daily", 86400),)
+    # A repeat is not also a one-off, and words that only look like times are none.
+    assert said_times("every 60 minutes remind me").once == ()
+    assert said_times("What is in the file?") == said_times("") == said_times("in the morning")
+    assert said_times("in the morning").once == () and said_times("in the morning").every == ()
+
+
+def test_an_absolute_time_stays_the_models_to_give() -> None:
+    """A request without a relative time says nothing about 'when': no doubt, whatever the model wrote."""
+    from recall_app.tools import ScheduleRecallTool
+
+    tool = ScheduleRecallTool()
+    args = {"call_type": "once", "when": (datetime.now() + timedelta(days=1)).strftime("%Y-%m-%dT09:00:00Z"),
+            "additional_context_message": "Call the dentist."}
+    assert tool.doubt(args, "Remind me tomorrow at 9 to call the dentist.") is None
+    assert tool.doubt(args, "Remind me in 3 minutes and again in 5 minutes.") is None  # two times: not judged
