@@ -27,6 +27,7 @@ from agent.aids import (
     instruction_openers,
     interpret,
     named_files_note,
+    notes,
     nudges,
     observe,
     poor_answer,
@@ -298,7 +299,7 @@ class Agent:
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
-                                hold_all=state.answer_retried and not allow)
+                                hold_all=state.answer_retried and not allow or state.doubted)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -404,9 +405,10 @@ class Agent:
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
-        after a failed call is no answer either: the user is owed what went wrong)."""
-        return (state.on("answer_retry") and not state.answer_retried
-                and bool(results(turn.history[state.start:])))
+        after a failed call is no answer either: the user is owed what went wrong) or Navi told the model
+        something in this turn (its note is never the answer)."""
+        this_turn = turn.history[state.start:]
+        return state.on("answer_retry") and not state.answer_retried and bool(results(this_turn) or notes(this_turn))
 
     async def _constrained(self, turn: Turn, model: str) -> bool:
         """Whether this turn's decisions are generated under a schema (agent.decide).

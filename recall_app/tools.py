@@ -130,8 +130,9 @@ class ScheduleRecallTool(Tool):
         now = timezone.now()
         try:
             at = parse_when(str(params.get("when") or ""), now=now, timezone_offset=params.get("timezone_offset") or None)
-        except (WhenError, BadRequest):
-            return None  # the tool's own error says what is wrong
+        except (WhenError, BadRequest):  # unreadable or past ("17:40Z" computed at 17:40:30)
+            return Doubt(reason=f"when {params.get('when')!r} is not a time ahead, but the user said {words!r}: "
+                                f"write when as the user said it, {words!r}")
         expected = now + timedelta(seconds=seconds)
         if abs((at - expected).total_seconds()) <= max(60, seconds * 0.1):
             return None

@@ -208,3 +208,38 @@ def test_an_absolute_time_stays_the_models_to_give() -> None:
             "additional_context_message": "Call the dentist."}
     assert tool.doubt(args, "Remind me tomorrow at 9 to call the dentist.") is None
     assert tool.doubt(args, "Remind me in 3 minutes and again in 5 minutes.") is None  # two times: not judged
+
+
+async def test_a_reminder_time_already_past_is_written_again_as_the_user_said_it(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    past = (timezone.now() - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%MZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=past,
+                                       additional_context_message="Remind the user to stretch."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 3 minutes",
+                     additional_context_message="Remind the user to stretch.")
+    agent_env.fake.script(text="I'll remind you to stretch in 3 minutes.")
+    events = await agent_env.run("Remind me in 3 minutes to stretch my legs.")
+    assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "in 3 minutes", True)]
+    assert "is not a time ahead, but the user said 'in 3 minutes'" in agent_env.requests()[1]["messages"][-1]["content"]
+
+
+async def test_an_answer_that_repeats_the_note_about_a_guess_is_asked_for_again(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="plumber_note.txt"))
+    agent_env.fake.script(text="The user named no such file.")  # the 0.5B's answer: the note's own words
+    agent_env.fake.script(text="A spider has eight legs.")
+    events = await agent_env.run("How many legs does a spider have?")
+    assert "named no such file" not in shown(events)  # held back, never shown
+    assert events[-1]["content"] == "A spider has eight legs." == shown(events)
+    retry = agent_env.requests()[2]["messages"][-1]["content"]
+    assert retry.startswith("Answer the user's last message in a sentence or two") and not started(events)
+
+
+async def test_a_second_echo_of_the_note_is_replaced_by_an_honest_line(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="plumber_note.txt"))
+    agent_env.fake.script(text="The user named no such file.")
+    agent_env.fake.script(text="The user named no such file.")
+    events = await agent_env.run("How many legs does a spider have?")
+    assert "named no such file" not in shown(events)
+    assert events[-1]["type"] == "stream_end" and "could not produce an answer" in events[-1]["content"]
