@@ -345,14 +345,16 @@ class Agent:
                 continue
             if not decision.calls:
                 this_turn = turn.history[state.start:]
-                if self._may_retry(turn, state) and (decision.replaced or poor_answer(decision.content, this_turn)):
+                why = "a tool call" if decision.replaced else poor_answer(decision.content, this_turn)
+                if why == "a refusal" and not results(this_turn):
+                    why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
+                if why and self._may_retry(turn, state):
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
-                    log.info("answer_retried",
-                             reason="a tool call" if decision.replaced else poor_answer(decision.content, this_turn))
+                    log.info("answer_retried", reason=why)
                     state.answer_retried = True
                     state.force_answer = True
                     continue
-                if decision.replaced or (state.answer_retried and poor_answer(decision.content, this_turn)):
+                if decision.replaced or (state.answer_retried and why):
                     decision = Decision(calls=[], content=summary_of(this_turn), replaced=True)
                 queued = await _queued(turn)
                 async for ev in self._final(turn, call, decision, end=not queued):
@@ -368,7 +370,7 @@ class Agent:
             await turn.add(ChatMessage(role="assistant", content=decision.content or None,
                                        tool_calls=tuple(decision.calls), thinking=call.thinking or None))
             repeated = False
-            results: list[tuple[str, bool]] = []
+            outcomes: list[tuple[str, bool]] = []
             for tc in decision.calls:
                 if turn.stop_event.is_set():
                     await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
@@ -379,16 +381,16 @@ class Agent:
                 refusal = REPEATED.format(tool=tc.name) if blocked else state.refusal(tc)
                 async for ev in self._run_tool(turn, registry, tc, {*names, *plan.names}, refusal=refusal):
                     if isinstance(ev, ToolCall) and not ev.is_subagent:
-                        results.append((tc.name, ev.success))
+                        outcomes.append((tc.name, ev.success))
                         state.ran(tc, ev.success and refusal is None)
                     yield ev
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
             state.force_answer = state.force_answer or state.repeats >= 1
             if turn.subagent:  # a subagent answers after its first good step; the parent's todo is not its own
-                state.after_step(results, list, lambda tool: None)
+                state.after_step(outcomes, list, lambda tool: None)
             else:
-                state.after_step(results, lambda: _read_todo(turn.session_id),
+                state.after_step(outcomes, lambda: _read_todo(turn.session_id),
                                  lambda tool: _advance_todo(turn.session_id, tool))
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"

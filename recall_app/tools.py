@@ -55,7 +55,11 @@ def _confirm(recall: Recall) -> str:
     line = services.describe(recall, now=timezone.now())
     if recall.call_type == Recall.CallType.IMMEDIATE:
         line += " (it starts as soon as the session is idle; if this turn is still running, within about a minute)"
-    return f"Recall scheduled: {line}."
+    # What it will do, in the instruction's own words: the line is what the user reads when a small model's
+    # answer is replaced by the honest summary, and "recurring recall <id> every 1 hour" alone does not say
+    # it is the reminder to drink water.
+    what = " ".join(recall.additional_context_message.split())
+    return f"Recall scheduled: {line}. Instruction: {what[:200] + ('…' if len(what) > 200 else '')}"
 
 
 class ScheduleRecallTool(Tool):
@@ -127,6 +131,8 @@ class ScheduleRecallTool(Tool):
         words, seconds = said.once[0]
         if kind != "once":
             return Doubt(reason=f"the user asked for one time, {words!r}: use call_type 'once' with when {words!r}")
+        if not str(params.get("when") or "").strip():
+            return None  # the schema requires it for a one-off: the grammar's own repair
         now = timezone.now()
         try:
             at = parse_when(str(params.get("when") or ""), now=now, timezone_offset=params.get("timezone_offset") or None)

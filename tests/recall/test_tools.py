@@ -48,6 +48,8 @@ def test_schedule_confirms_with_iso_and_relative_time(in_session) -> None:
     recall = Recall.objects.get(session=in_session)
     assert result.success and result.output.startswith("Recall scheduled: once recall")
     assert recall.trigger_at.isoformat() in result.output and "(in 30 minutes)" in result.output
+    # ... and what it will do, in the instruction's words (the line a user reads as an honest summary).
+    assert result.output.endswith(f"Instruction: {' '.join(GOOD.split())}")
 
 
 def test_schedule_recurring_mentions_the_interval(in_session) -> None:
