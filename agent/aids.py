@@ -239,9 +239,10 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in this_turn if m.role == "tool" and m.content]
 
 
-def poor_answer(text: str, this_turn: Sequence[ChatMessage] = ()) -> str | None:
+def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
-    ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too."""
+    ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
+    model that does not call tools natively, whose short answer must also say something of what was done."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -249,7 +250,37 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = ()) -> str | None:
         return "a refusal"
     if _echoes_instructions(stripped, _result_steering(this_turn)):
         return "Navi's own instruction repeated"
+    if small and _says_nothing_done(stripped, this_turn):
+        return "nothing of what was done"
     return None
+
+
+SHORT_ANSWER_WORDS = 16
+# Words too common to show that an answer speaks of a result.
+_COMMON = frozenset("""about after again also been before being could does done from have help here into just like
+make more need ready right some sure than that their them then there they this were what when which will with would
+your yours""".split())
+
+
+def _content_words(text: str) -> set[str]:
+    """Numbers, and words of four letters or more by their first four ("step" and "steps" are one)."""
+    return {w if w.isdigit() else w[:4] for w in re.findall(r"[a-z]+|[0-9]+", text.lower())
+            if (len(w) >= 4 or w.isdigit()) and w not in _COMMON}
+
+
+def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
+    """After tools succeeded, a short answer with no word or number of what they did — neither of the
+    calls' arguments nor of their results — says nothing of it ("I'm ready to help!" after the 1.5B had
+    set a todo list; "Sure, I can help you with that" after a reminder was set). A long answer, or one
+    naming anything of the calls or results, is the model's to word."""
+    done = successes(this_turn)
+    if not done or len(text.split()) > SHORT_ANSWER_WORDS:
+        return False
+    ids = {m.tool_call_id for m in done}
+    said = " ".join([*(_unwrapped(m.content or "") for m in done),
+                     *(json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
+                       for c in m.tool_calls if c.id in ids)])
+    return not _content_words(text) & _content_words(said)
 
 
 def instruction_openers() -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from agent.aids import (
     GUESSED,
     NOT_RUN,
     REPEATED,
+    SHORT_ANSWER_WORDS,
     Decision,
     LoopState,
     instruction_openers,
@@ -299,7 +300,9 @@ class Agent:
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
-                                hold_all=state.answer_retried and not allow or state.doubted)
+                                hold_all=state.answer_retried and not allow or state.doubted,
+                                hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
+                                and successes(turn.history[state.start:]) else 0)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
@@ -345,7 +348,7 @@ class Agent:
                 continue
             if not decision.calls:
                 this_turn = turn.history[state.start:]
-                why = "a tool call" if decision.replaced else poor_answer(decision.content, this_turn)
+                why = "a tool call" if decision.replaced else poor_answer(decision.content, this_turn, small=state.small)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 if why and self._may_retry(turn, state):

@@ -34,7 +34,8 @@ _OPENER_CHARS = ("{", "[", "<", "`")
 
 class StreamedCall:
     def __init__(self, chunks: AsyncIterator[StreamChunk], *, emit: bool, holdback: bool,
-                 hold_refusal: bool = False, hold_openers: tuple[str, ...] = (), hold_all: bool = False) -> None:
+                 hold_refusal: bool = False, hold_openers: tuple[str, ...] = (), hold_all: bool = False,
+                 hold_words: int = 0) -> None:
         self._chunks = chunks
         self._emit = emit
         self._holdback = holdback
@@ -44,6 +45,8 @@ class StreamedCall:
         # which a small model repeats as its answer.
         self._openers = REFUSAL_OPENERS + tuple(hold_openers)
         self._hold_all = hold_all  # a last attempt: shown only once it is known to be an answer
+        # An answer of up to this many words is held to the end (the aids judge a short answer whole).
+        self._hold_words = hold_words
         self.text = ""
         self.thinking = ""
         self.tool_calls: list[ToolCallRequest] = []
@@ -134,6 +137,8 @@ class StreamedCall:
                 self._locked = True
                 return 0
             if decision == "wait":
+                return 0
+            if self._hold_words and len(text.split()) <= self._hold_words:
                 return 0
         match = _CALL_START.search(text, max(0, self._emitted - _TAIL))
         if match is not None:

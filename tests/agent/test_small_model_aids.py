@@ -288,6 +288,42 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     assert poor_answer("I remember about the user.") == "Navi's own instruction repeated"  # the memory header
 
 
+def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> None:
+    from agent.aids import poor_answer
+    from agent.llm.base import ChatMessage, ToolCallRequest
+
+    call = ToolCallRequest(id="c1", name="todo", arguments={"action": "set", "steps": ["buy stamps", "post the letter"]})
+    turn = [ChatMessage(role="assistant", content=None, tool_calls=(call,)),
+            ChatMessage(role="tool", tool_call_id="c1", name="todo",
+                        content="Todo list (0/2 done):\n1. [ ] buy stamps\n2. [ ] post the letter")]
+    assert poor_answer("I'm ready to help!", turn, small=True) == "nothing of what was done"  # the 1.5B
+    assert poor_answer("Sure, I can help you with that. Let me know what you need.", turn,
+                       small=True) == "nothing of what was done"
+    assert poor_answer("I'm ready to help!", turn) is None  # a model calling tools natively words its own answer
+    for fine in ("Your list has two steps.", "Added: buy stamps, then post the letter.", "Done: 2 steps.",
+                 "I made the checklist you asked for; the first item is the stamps, and after that comes the "
+                 "letter, which you still need to take to the post office."):  # long: the model's to word
+        assert poor_answer(fine, turn, small=True) is None, fine
+    clock = [ChatMessage(role="assistant", content=None, tool_calls=(ToolCallRequest(
+                 id="c2", name="get_current_datetime", arguments={}),)),
+             ChatMessage(role="tool", tool_call_id="c2", name="get_current_datetime",
+                         content="UTC: 2026-11-25T17:45:02+00:00 (Wednesday)")]
+    assert poor_answer("It is 17:45 UTC.", clock, small=True) is None
+    assert poor_answer("Today is Wednesday.", clock, small=True) is None
+    failed = [clock[0], ChatMessage(role="tool", tool_call_id="c2", name="get_current_datetime", content="Error: boom")]
+    assert poor_answer("I'm ready to help!", failed, small=True) is None  # nothing was done: what to say is another check's
+
+
+async def test_an_answer_that_says_nothing_of_the_list_is_asked_for_again(agent_env) -> None:
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["buy stamps", "post the letter"]))
+    agent_env.fake.script(text="I'm ready to help!")
+    agent_env.fake.script(text="Your todo list has two steps: buy stamps, then post the letter.")
+    events = await agent_env.run("Put these on my checklist: buy stamps, then post the letter.")
+    assert "ready to help" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "Your todo list has two steps: buy stamps, then post the letter."
+
+
 async def test_a_call_with_its_arguments_beside_the_name_is_never_shown_as_the_answer(agent_env) -> None:
     """Told to answer, the 0.5B model wrote a call in a shape no parser takes (arguments beside the
     name); the user saw it as the answer. It is a call nobody may run: not shown."""
