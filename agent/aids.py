@@ -27,7 +27,8 @@ None of them looks at the wording of a request: they act on what the model did.
   only what the tool itself knows (``ToolSet.doubt``): a read of a file that is not there and that
   the request does not name is a guess — not run, no card, the model is told what is there (once;
   a second guess, and it answers); an argument the words contradict by the tool's own grammar (a
-  reminder "in 3 minutes" set for 17:00, or to run now) is written again under the schema, told why;
+  reminder "in 3 minutes" set for 17:00, or to run now) is set as the words say, when they say it
+  exactly (the tool's ``fix``), else written again under the schema, told why;
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
   tool call is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.

@@ -315,6 +315,9 @@ class Agent:
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
             doubt = self._doubt(registry, turn, state, decision.calls)
+            if doubt is not None and doubt.fix is not None:
+                decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
+                doubt = None
             contradicted = doubt is not None and not doubt.answer
             if state.constrained and allow and (contradicted or self._needs_constraint(call, decision, plan, turn, state)):
                 # The model chose to call a tool but wrote no valid call, or one the user's words contradict:
@@ -453,16 +456,12 @@ class Agent:
     @staticmethod
     def _doubt(registry: ports.ToolSet, turn: Turn, state: LoopState,
                calls: Sequence[ToolCallRequest]) -> ports.Doubt | None:
-        """The first of a small model's ``calls`` that the tool itself doubts (``ToolSet.doubt``), against
-        the words of the user's request."""
+        """The tool's own doubt (``ToolSet.doubt``) about the first of a small model's ``calls`` that runs
+        (only the first call a small model writes runs), against the words of the user's request."""
         if not (state.small and state.on("doubts")):
             return None
-        for call in calls:
-            if not call.arguments_error:
-                found = registry.doubt(call.name, call.arguments, turn.goal)
-                if found is not None:
-                    return found
-        return None
+        call = next((c for c in calls if not c.arguments_error), None)
+        return registry.doubt(call.name, call.arguments, turn.goal) if call is not None else None
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
@@ -502,6 +501,8 @@ class Agent:
                 return StepDecision()
             step = parse_decision(text, plan.every)
             found = doubt(step.call) if step.call is not None and step.problem is None else None
+            if found is not None and found.fix is not None and step.call is not None:
+                return StepDecision(call=_fixed([step.call], found)[0])
             if found is not None and not found.answer:
                 step = StepDecision(call=step.call, problem=found.reason)
             if step.problem is None:
@@ -659,6 +660,20 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:
+    """The calls with the first doubted one's arguments fixed as the user's words determine them (a key
+    fixed to None is left out)."""
+    fix = doubt.fix or {}
+    log.info("call_fixed", reason=doubt.reason[:300], fix=fix)
+    out = list(calls)
+    for i, call in enumerate(out):
+        if not call.arguments_error:
+            arguments = {k: v for k, v in {**call.arguments, **fix}.items() if v is not None}
+            out[i] = dataclasses.replace(call, arguments=arguments)
+            break
+    return out
+
+
 def _model(profile: ProfileSpec) -> str:
     return profile.model or str(settings.OLLAMA_DEFAULT_MODEL)
 

@@ -50,10 +50,12 @@ class Doubt:
 
     ``answer``: the call rests on a guess (a file nobody named that is not there): it is not run and the
     model is told what is there instead. Otherwise an argument contradicts the user's words (a reminder
-    "in 3 minutes" set for an hour from now): the call is written again, told ``reason``."""
+    "in 3 minutes" set for an hour from now): with ``fix`` (the arguments the user's words determine,
+    exactly as said) the call runs with those; without, it is written again, told ``reason``."""
 
     reason: str
     answer: bool = False
+    fix: dict[str, Any] | None = None
 
 
 class ToolSet(Protocol):

@@ -1,6 +1,7 @@
 """``schedule_recall`` and ``manage_recall`` (spec 004): the agent schedules its own future work."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -14,7 +15,7 @@ from agent.ports import Doubt
 from navi_site.errors import BadRequest, NaviError
 from recall_app import services
 from recall_app.models import Recall
-from recall_app.timeparse import WHEN_PATTERN, WhenError, describe_delta, parse_when, said_times
+from recall_app.timeparse import WHEN_PATTERN, WhenError, parse_when, said_times
 from sessions_app.models import Session
 from tools_app.base import Tool, ToolError, ToolResult
 
@@ -49,6 +50,16 @@ def _session_for(session_id: str | None) -> Session:
         return session_access(user=user, session_id=target)
     except NaviError as exc:
         raise ToolError(exc.message) from None
+
+
+# A request that also names a clock time or a day: its times are the model's to combine.
+_CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|noon|midnight|today|tonight|tomorrow|monday|tuesday|"
+                          r"wednesday|thursday|friday|saturday|sunday|\d{4}-\d{2}-\d{2})\b")
+
+
+def _duration_words(seconds: int) -> str:
+    """A first trigger one interval from now, as the grammar writes it ("in 60 minutes")."""
+    return f"in {seconds // 60} minutes" if seconds % 60 == 0 else f"in {seconds} seconds"
 
 
 def _confirm(recall: Recall) -> str:
@@ -111,39 +122,40 @@ class ScheduleRecallTool(Tool):
     }
 
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
-        """A call the request's own relative times contradict, read with the recall time grammar: "in 3
-        minutes" set for 17:00 (the 1.5B computed absolute times wrongly) or to run now (the 0.5B's
-        'immediate'), "every hour" set once or every 5 minutes. Anything else is left to the model."""
+        """A call the request's own relative time contradicts, read with the recall time grammar: "in 3
+        minutes" set for 17:00 (the 1.5B computed absolute times wrongly), or to run now (the 0.5B's
+        'immediate'); "every hour" set once or every 5 minutes. The fix is the user's own words. A
+        request that also names a clock time or a day, or more than one time, is left to the model."""
         said = said_times(request)
+        if len(said.once) + len(said.every) != 1 or _CLOCK_WORDS.search(request.lower()):
+            return None
         kind = str(params.get("call_type") or "").strip().lower()
-        if len(said.every) == 1:
+        if said.every:
             words, seconds = said.every[0]
-            if kind != "recurring":
-                return Doubt(reason=f"the user asked for a repeat ({words!r}): use call_type 'recurring' with "
-                                    f"interval_seconds {seconds}")
             interval = params.get("interval_seconds")
-            if isinstance(interval, int | float) and abs(interval - seconds) > seconds * 0.1:
-                return Doubt(reason=f"interval_seconds {interval} is not what the user asked ({words!r} is "
-                                    f"{seconds} seconds)")
-            return None
-        if len(said.once) != 1 or said.every:
-            return None
+            if kind == "recurring" and isinstance(interval, int | float) and abs(interval - seconds) <= seconds * 0.1:
+                return None
+            fix: dict[str, Any] = {"call_type": "recurring", "interval_seconds": seconds}
+            if self._ahead(params, allow_past=True) is None:
+                fix["when"] = _duration_words(seconds)
+            return Doubt(reason=f"the user asked for a repeat ({words!r}): call_type 'recurring', interval_seconds "
+                                f"{seconds}", fix=fix)
         words, seconds = said.once[0]
-        if kind != "once":
-            return Doubt(reason=f"the user asked for one time, {words!r}: use call_type 'once' with when {words!r}")
-        if not str(params.get("when") or "").strip():
-            return None  # the schema requires it for a one-off: the grammar's own repair
-        now = timezone.now()
-        try:
-            at = parse_when(str(params.get("when") or ""), now=now, timezone_offset=params.get("timezone_offset") or None)
-        except (WhenError, BadRequest):  # unreadable or past ("17:40Z" computed at 17:40:30)
-            return Doubt(reason=f"when {params.get('when')!r} is not a time ahead, but the user said {words!r}: "
-                                f"write when as the user said it, {words!r}")
-        expected = now + timedelta(seconds=seconds)
-        if abs((at - expected).total_seconds()) <= max(60, seconds * 0.1):
+        at = self._ahead(params) if kind == "once" else None
+        if at is not None and abs((at - (timezone.now() + timedelta(seconds=seconds))).total_seconds()) <= max(
+                60, seconds * 0.1):
             return None
-        return Doubt(reason=f"when {params.get('when')!r} is {describe_delta(at, now=now)}, but the user said "
-                            f"{words!r}: write when as the user said it, {words!r}")
+        return Doubt(reason=f"the user said {words!r}, not call_type {kind!r} with when {params.get('when')!r}",
+                     fix={"call_type": "once", "when": words, "interval_seconds": None})
+
+    @staticmethod
+    def _ahead(params: dict[str, Any], *, allow_past: bool = False) -> Any:
+        """When ``when`` triggers (None: missing, unreadable or past)."""
+        try:
+            return parse_when(str(params.get("when") or ""), now=timezone.now(),
+                              timezone_offset=params.get("timezone_offset") or None, allow_past=allow_past)
+        except (WhenError, BadRequest):
+            return None
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         recall = await sync_to_async(self._schedule)(params)
