@@ -300,7 +300,7 @@ class Agent:
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
-                                hold_all=state.answer_retried and not allow or state.doubted,
+                                hold_all=state.answer_retried and not allow or _after_note(turn, state),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
                                 and successes(turn.history[state.start:]) else 0)
             async for ev in call.events():
@@ -461,7 +461,13 @@ class Agent:
         if not (state.small and state.on("doubts")):
             return None
         call = next((c for c in calls if not c.arguments_error), None)
-        return registry.doubt(call.name, call.arguments, turn.goal) if call is not None else None
+        doubt = getattr(registry, "doubt", None)  # a ToolSet from before the port had it knows no doubts
+        if call is None or doubt is None:
+            return None
+        # The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes").
+        said = [turn.goal, *(m.content or "" for m in turn.history[state.start:]
+                             if m.role == "user" and not (m.metadata or {}).get("synthetic"))]
+        return doubt(call.name, call.arguments, "\n".join(dict.fromkeys(said)))
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
@@ -664,6 +670,12 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _after_note(turn: Turn, state: LoopState) -> bool:
+    """This step answers a doubt's note (the model may repeat it): held to its end, judged whole."""
+    last = turn.history[-1] if len(turn.history) > state.start else None
+    return state.doubted and last is not None and last.role == "user" and bool((last.metadata or {}).get("synthetic"))
+
+
 def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:
     """The calls with the first doubted one's arguments fixed as the user's words determine them (a key
     fixed to None is left out)."""

@@ -155,6 +155,9 @@ class Tools:
                                                   "parameters": {"type": "object", "properties": {}}}}
                 for n in names if n in self.tools]
 
+    def doubt(self, name: str, args: dict[str, Any], request: str) -> ports.Doubt | None:
+        return None  # the scripted tools know nothing of the user's words
+
     async def execute(self, name: str, args: Any, *, allowed: set[str] | None = None) -> Result:
         self.calls.append((name, dict(args or {})))
         if name not in self.tools or (allowed is not None and name not in allowed):

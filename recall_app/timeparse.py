@@ -118,43 +118,54 @@ _FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
 
 
 # Times said in free text (a request, not a 'when'): "in 3 minutes", "after two hours", "3 minutes from
-# now", "every 2 hours", "every hour", "hourly". The duration is this module's own grammar.
-# A number word takes a unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
+# now", "every 2 hours", "every hour". The duration is this module's own grammar. A number word takes a
+# unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
 _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
-_SAID_NUMBER = rf"(?:\d+(?:\.\d+)?|{_SAID_WORDS})"
 _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
-_SAID_DURATION = rf"{_SAID_PART}(?:(?:\s*,\s*|\s+and\s+|\s+){_SAID_PART})*"
+_SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
-_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?P<span>{_SAID_DURATION}|(?:{_UNIT_RE})(?![a-z]))|\b(?P<adverb>hourly|daily|weekly)\b")
-_ADVERBS = {"hourly": 3600, "daily": 86400, "weekly": 604800}
+# "every hour", "every 2 hours"; not "every second week" (an ordinal).
+_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)")
+# Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
+_ANY_DURATION_RE = re.compile(_SAID_PART)
+# What makes a time said relative to something else, or only part of one.
+_QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|earlier\b|ago\b|early\b|late\b)")
 
 
 @dataclass(frozen=True, slots=True)
 class SaidTimes:
     """The relative times a text says: one-off ("in 3 minutes") and repeats ("every hour"), each as
-    (the words, seconds)."""
+    (the words, seconds). ``plain``: every number with a unit in the text is one of them, and none is
+    qualified ("an hour and a half", "30 minutes before the call"): only then do they say it all."""
 
     once: tuple[tuple[str, int], ...]
     every: tuple[tuple[str, int], ...]
+    plain: bool = True
 
 
 def said_times(text: str) -> SaidTimes:
     """The relative times said in free text (``SaidTimes``), read with this module's duration grammar."""
     said = " ".join(str(text or "").lower().split())
     every: list[tuple[str, int]] = []
+    plain = True
     for match in _SAID_EVERY_RE.finditer(said):
-        if match.group("adverb"):
-            every.append((match.group(0), _ADVERBS[match.group("adverb")]))
-            continue
-        span = match.group("span")
-        seconds = parse_duration(span if re.match(_SAID_NUMBER + r"\s*", span) and not span.isalpha() else f"1 {span}")
+        seconds = parse_duration(match.group("span")) if match.group("span") else _UNITS[match.group("unit")]
+        plain = plain and not _QUALIFIED_RE.match(said, match.end())
         if seconds:
             every.append((match.group(0), seconds))
     rest = _SAID_EVERY_RE.sub(" ", said)
-    once = [(m.group(0), seconds) for m in _SAID_ONCE_RE.finditer(rest)
-            if (seconds := parse_duration(m.group("lead") or m.group("tail") or ""))]
-    return SaidTimes(once=tuple(once), every=tuple(every))
+    once = []
+    for match in _SAID_ONCE_RE.finditer(rest):
+        seconds = parse_duration(match.group("lead") or match.group("tail") or "")
+        plain = plain and not _QUALIFIED_RE.match(rest, match.end())
+        if seconds:
+            once.append((match.group(0), seconds))
+    counted = sum(len(_ANY_DURATION_RE.findall(words)) for words, _ in [*once, *every]) + sum(
+        1 for m in _SAID_EVERY_RE.finditer(said) if m.group("unit"))
+    plain = plain and len(_ANY_DURATION_RE.findall(said)) + sum(
+        1 for m in _SAID_EVERY_RE.finditer(said) if m.group("unit")) == counted
+    return SaidTimes(once=tuple(once), every=tuple(every), plain=plain)
 
 
 def parse_duration(text: str) -> int | None:

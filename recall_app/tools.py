@@ -53,8 +53,9 @@ def _session_for(session_id: str | None) -> Session:
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
-_CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|noon|midnight|today|tonight|tomorrow|monday|tuesday|"
-                          r"wednesday|thursday|friday|saturday|sunday|\d{4}-\d{2}-\d{2})\b")
+_CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|at\s+\d{1,2}|o'?clock|noon|midnight|today|tonight|"
+                          r"tomorrow|morning|afternoon|evening|night|monday|tuesday|wednesday|thursday|friday|"
+                          r"saturday|sunday|\d{4}-\d{2}-\d{2})\b")
 
 
 def _duration_words(seconds: int) -> str:
@@ -127,7 +128,7 @@ class ScheduleRecallTool(Tool):
         'immediate'); "every hour" set once or every 5 minutes. The fix is the user's own words. A
         request that also names a clock time or a day, or more than one time, is left to the model."""
         said = said_times(request)
-        if len(said.once) + len(said.every) != 1 or _CLOCK_WORDS.search(request.lower()):
+        if len(said.once) + len(said.every) != 1 or not said.plain or _CLOCK_WORDS.search(request.lower()):
             return None
         kind = str(params.get("call_type") or "").strip().lower()
         if said.every:

@@ -156,7 +156,7 @@ async def test_a_repeat_the_request_asks_for_is_not_set_once(agent_env) -> None:
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="1h",
                                        additional_context_message="Remind the user to drink water."))
     agent_env.fake.script(text="Every hour I'll remind you to drink water.")
-    events = await agent_env.run("Please remind me hourly to drink a glass of water.")
+    events = await agent_env.run("Please remind me every hour to drink a glass of water.")
     [(tool, args, ok)] = calls(events)
     assert (tool, args["call_type"], args["interval_seconds"], args["when"], ok) == (
         "schedule_recall", "recurring", 3600, "1h", True)
@@ -194,12 +194,18 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("after an hour, look again").once == (("after an hour", 3600),)
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
-    assert said_times("back up daily") == said_times("back up daily")
-    assert said_times("back up daily").every == (("daily", 86400),)
+    # Only "every …" is a repeat: "the weekly report", "my hourly rate" are no schedule, nor "every second week".
+    assert said_times("Remind me this evening to send the weekly report").every == ()
+    assert said_times("every second week, water the cactus").every == ()
     # A repeat is not also a one-off, and words that only look like times are none.
     assert said_times("every 60 minutes remind me").once == ()
     assert said_times("What is in the file?") == said_times("") == said_times("in the morning")
     assert said_times("in the morning").once == () and said_times("in the morning").every == ()
+    # A time that is only part of one, or relative to something else, does not say it all.
+    for qualified in ("in an hour and a half", "in 10 minutes, 5 minutes before the call",
+                      "The meeting is in 2 hours; remind me 30 minutes before", "in 3 minutes or so"):
+        assert not said_times(qualified).plain, qualified
+    assert said_times("Remind me in 3 minutes to stretch my legs.").plain
 
 
 def test_an_absolute_time_stays_the_models_to_give() -> None:
@@ -213,6 +219,9 @@ def test_an_absolute_time_stays_the_models_to_give() -> None:
     assert tool.doubt(args, "Remind me in 3 minutes and again in 5 minutes.") is None
     assert tool.doubt(args, "On Monday, in 2 hours after lunch, remind me.") is None
     assert tool.doubt(args, "at 14:00 remind me the meeting is in 10 minutes") is None
+    assert tool.doubt(args, "in 2 days in the morning, remind me to call the dentist") is None
+    assert tool.doubt(args, "in an hour and a half, remind me to call the dentist") is None
+    assert tool.doubt(args, "every day at 9 remind me to call the dentist") is None
 
 
 async def test_a_reminder_time_already_past_is_set_as_the_user_said_it(agent_env) -> None:
@@ -280,3 +289,44 @@ async def test_a_todo_list_of_several_steps_runs_as_written(agent_env) -> None:
     events = await agent_env.run("Make a checklist: buy stamps, post the letter.")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
     assert len(agent_env.fake.chat_requests) == 2
+
+
+def test_which_paths_a_request_names() -> None:
+    from tools_app.builtins.filesystem import _named
+
+    for raw, request in (("report.txt", "Who wrote docs/report.txt?"), ("./report.txt", "Who wrote report.txt?"),
+                         ("docs/report.txt", "Open ./docs/report.txt"), ("todo.md", "what's in ~/todo.md"),
+                         ("/etc/hosts", "read /etc/hosts please"), ("Report.TXT", "who wrote report.txt")):
+        assert _named(raw, request), (raw, request)
+    for raw, request in (("planets", "tell me about the planets"), ("/home/user/planets", "the planets?"),
+                         ("notes.txt", "what do my notes say?"), ("report.txt", "who wrote myreport.txt?")):
+        assert not _named(raw, request), (raw, request)
+
+
+async def test_a_look_whether_a_file_exists_is_never_doubted(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="exists", path="notes.txt"))
+    agent_env.fake.script(text="There is no notes file yet.")
+    events = await agent_env.run("Do I have any notes?")
+    assert [(tool, args["action"]) for tool, args, _ok in calls(events)] == [("filesystem", "exists")]
+
+
+async def test_a_guess_told_a_listing_may_answer_with_it(agent_env, settings) -> None:
+    """The note's news (the folder's files) is the model's to give; only its fixed sentences are Navi's."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (folder / name).write_text("x\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="notes.txt"))
+    agent_env.fake.script(text="The folder has: a.txt, b.txt, c.txt.")
+    events = await agent_env.run("What do my notes say?")
+    assert events[-1]["content"] == "The folder has: a.txt, b.txt, c.txt." and len(agent_env.requests()) == 2
+
+
+async def test_the_users_words_while_the_turn_ran_count_too(agent_env) -> None:
+    from recall_app.tools import ScheduleRecallTool
+
+    args = {"call_type": "once", "when": "in 10 minutes", "additional_context_message": "Stretch."}
+    # Two times said (the request, then "make it 10 minutes"): the model combines them, nothing is fixed.
+    assert ScheduleRecallTool().doubt(args, "Remind me in 5 minutes to stretch.\nActually, make it in 10 minutes.") is None

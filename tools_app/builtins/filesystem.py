@@ -371,7 +371,8 @@ class FilesystemTool(Tool):
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
         what the folder has. A path the user named runs even if missing: its error is the answer."""
         raw = params.get("path")
-        if str(params.get("action", "")) in WRITE_ACTIONS or not isinstance(raw, str) or not raw.strip():
+        # Only a look at content: "exists" and "stat" are how a model checks for a file nobody named.
+        if str(params.get("action", "")) not in ("read", "list") or not isinstance(raw, str) or not raw.strip():
             return None
         if _named(raw, request):
             return None
@@ -392,16 +393,17 @@ class FilesystemTool(Tool):
 
 
 def _named(raw: str, request: str) -> bool:
-    """The request names this path: the path as written, or its file name with an extension
-    ("report.txt"); a bare word ("planets", "notes") is no file name, however it is spelled."""
+    """The request names this path's file: its name with an extension ("report.txt", also inside "docs/
+    report.txt"); a bare word ("planets", "notes") is no file name, however the request uses it."""
     said = request.lower()
     text = raw.strip().lower()
+    if "/" in text and text in said:
+        return True  # the path as the user wrote it ("/etc/hosts")
     name = Path(text).name
-
-    def said_whole(part: str) -> bool:
-        return re.search(rf"(?<![\w./-]){re.escape(part)}(?![\w/-])", said) is not None
-
-    return said_whole(text) or ("." in name.strip(".") and said_whole(name))
+    if "." not in name.strip("."):
+        return False  # a bare word ("planets") names no file however the request uses it
+    # The file name as a whole, after a space, a quote or a folder ("docs/report.txt", "./report.txt").
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w/-])", said) is not None
 
 
 _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}_")
