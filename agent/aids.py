@@ -240,16 +240,20 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
     return [m for m in this_turn if m.role == "tool" and m.content]
 
 
-def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False) -> str | None:
+def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
+                descriptions: Sequence[str] = ()) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
-    model that does not call tools natively, whose short answer must also say something of what was done."""
+    model that does not call tools natively, whose short answer must also say something of what was done
+    and must not copy the offered tools' ``descriptions`` (after a reminder was set, the 0.5B answered
+    "The user's personal notes were added to long-term memory right away, so you know it in future
+    conversations", from memory_save's)."""
     stripped = text.strip()
     if not stripped:
         return "empty"
     if len(stripped) < 300 and REFUSAL.match(stripped):
         return "a refusal"
-    if _echoes_instructions(stripped, _result_steering(this_turn)):
+    if _echoes_instructions(stripped, [*_result_steering(this_turn), *(descriptions if small else ())]):
         return "Navi's own instruction repeated"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"

@@ -351,7 +351,8 @@ class Agent:
                 continue
             if not decision.calls:
                 this_turn = turn.history[state.start:]
-                why = "a tool call" if decision.replaced else poor_answer(decision.content, this_turn, small=state.small)
+                why = "a tool call" if decision.replaced else poor_answer(
+                    decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable])
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 if why and self._may_retry(turn, state):

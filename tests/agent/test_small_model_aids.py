@@ -314,6 +314,24 @@ def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> Non
     assert poor_answer("I'm ready to help!", failed, small=True) is None  # nothing was done: what to say is another check's
 
 
+def test_an_answer_that_copies_a_tools_description_is_no_answer() -> None:
+    from agent.aids import poor_answer
+    from agent.llm.base import ChatMessage, ToolCallRequest
+
+    call = ToolCallRequest(id="c1", name="schedule_recall", arguments={"call_type": "once", "when": "in 3 minutes"})
+    turn = [ChatMessage(role="assistant", content=None, tool_calls=(call,)),
+            ChatMessage(role="tool", tool_call_id="c1", name="schedule_recall",
+                        content="Recall scheduled: once recall 1 at 18:05 (in 3 minutes). Instruction: Remind the user "
+                                "to stretch their legs.")]
+    memory = "Save a fact about the user to long-term memory right away, so you know it in future conversations."
+    copied = ("The user's personal notes were added to long-term memory right away, so you know it in future "
+              "conversations.")  # the 0.5B, after the reminder was set
+    assert poor_answer(copied, turn, small=True, descriptions=[memory]) == "Navi's own instruction repeated"
+    assert poor_answer("In 3 minutes I will remind you to stretch your legs.", turn, small=True,
+                       descriptions=[memory]) is None
+    assert poor_answer(copied, turn, descriptions=[memory]) is None  # a model calling natively words its own
+
+
 async def test_an_answer_that_says_nothing_of_the_list_is_asked_for_again(agent_env) -> None:
     await agent_env.set_profile(tool_calling="constrained")
     agent_env.fake.script(text=as_text("todo", action="set", steps=["buy stamps", "post the letter"]))
