@@ -202,15 +202,20 @@ def parse_decision(text: str, schemas: list[dict[str, Any]]) -> StepDecision:
         return StepDecision(problem=f"the arguments of {name} must be a JSON object, got {json.dumps(arguments)[:200]}")
     call = ToolCallRequest(id=new_call_id(), name=name, arguments=arguments)
     function = by_name[name].get("function") or {}
-    problem = argument_problem(arguments, function.get("parameters"), str(function.get("description") or ""))
+    problem = argument_problem(arguments, function.get("parameters"), descriptions(schemas))
     if problem:
         return StepDecision(call=call, problem=f"the arguments of {name} are not valid: {problem}")
     return StepDecision(call=call)
 
 
+def descriptions(schemas: Sequence[dict[str, Any]]) -> str:
+    """The offered tools' descriptions, one per line: what an argument must not copy."""
+    return "\n".join(str((s.get("function") or {}).get("description") or "") for s in schemas)
+
+
 def argument_problem(arguments: dict[str, Any], parameters: Any, description: str = "") -> str | None:
     """The first way ``arguments`` break the tool's parameter schema, or None. ``description``: the
-    tool's own, which an argument must not copy either."""
+    tool's own, or every offered tool's (``descriptions``), which an argument must not copy either."""
     if not isinstance(parameters, dict):
         return None
     try:
@@ -238,15 +243,17 @@ def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], t
     if not isinstance(props, dict):
         return None
     described = [_words(str(p.get("description") or "")) for p in props.values() if isinstance(p, dict)]
-    whole = f" {_words(tool)} "
-    for name, value in arguments.items():
-        said = _words(value) if isinstance(value, str) else ""
+    whole = " " + " | ".join(_words(line) for line in tool.splitlines()) + " "
+    texts = [(name, item) for name, value in arguments.items()
+             for item in (value if isinstance(value, list) else [value]) if isinstance(item, str)]
+    for name, value in texts:
+        said = _words(value)
         words = said.split()
         if len(words) >= 6 and any(said in text for text in described):
             return (f"{name}: {value[:80]!r} repeats the description of a parameter; write the value itself, "
                     "taken from what the user asked")
         if tool and any(f" {' '.join(words[i:i + 6])} " in whole for i in range(len(words) - 5)):
-            return (f"{name}: {value[:80]!r} repeats the tool's description; write the value itself, taken "
+            return (f"{name}: {value[:80]!r} repeats a tool's description; write the value itself, taken "
                     "from what the user asked")
     return None
 

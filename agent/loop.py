@@ -46,6 +46,7 @@ from agent.decide import (
     call_messages,
     call_schema,
     described_call,
+    descriptions,
     parse_decision,
 )
 from agent.decide import repair_note as decision_repair_note
@@ -480,7 +481,7 @@ class Agent:
         if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
             return True  # "I would use the filesystem function with {…}": before any result, that is a call
         return any(c.arguments_error or c.name not in plan.callable
-                   or argument_problem(c.arguments, plan.parameters(c.name), plan.description(c.name))
+                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every))
                    for c in decision.calls)
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,

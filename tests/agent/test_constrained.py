@@ -397,9 +397,26 @@ def test_a_value_that_repeats_the_tools_own_description_is_not_valid() -> None:
             "when it fires you wake up and continue.")
     problem = argument_problem({"message": "Set a reminder or schedule future work for yourself, once or repeating",
                                 "when": "1h"}, parameters, tool)
-    assert problem and problem.startswith("message: ") and "repeats the tool's description" in problem
+    assert problem and problem.startswith("message: ") and "repeats a tool's description" in problem
     # Copied words amid the user's own (fewer than six in a row) are a value.
     assert argument_problem({"message": "Remind the user to drink water, once every hour", "when": "1h"},
                             parameters, tool) is None
     assert argument_problem({"message": "Set a reminder or schedule future work for yourself, once or repeating",
                              "when": "1h"}, parameters) is None  # no description given: nothing to compare
+
+
+def test_a_value_that_repeats_another_offered_tools_description_is_not_valid() -> None:
+    """The 0.5B set a todo list whose steps were memory_save's description ("Write a note about the user
+    to long-term memory right away, so you know it in future conversations")."""
+    from agent.decide import argument_problem, descriptions
+
+    memory = {"type": "function", "function": {"name": "memory_save", "description": (
+        "Save a fact about the user to long-term memory right away, so you know it in future conversations.")}}
+    todo = {"type": "object", "properties": {"action": {"type": "string"}, "steps": {"type": "array",
+                                                                                       "items": {"type": "string"}}}}
+    copied = {"action": "set", "steps": ["call the plumber",
+                                         "Write a note about the user to long-term memory right away, so you know it"]}
+    problem = argument_problem(copied, todo, descriptions([memory]))
+    assert problem and problem.startswith("steps: ") and "repeats a tool's description" in problem
+    assert argument_problem({"action": "set", "steps": ["call the plumber about invoice 4711", "save the receipt"]},
+                            todo, descriptions([memory])) is None
