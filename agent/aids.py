@@ -92,6 +92,7 @@ class LoopState:
     answer_retried: bool = False
     todo_set: bool = False  # the todo list was set by a call of this turn
     doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
+    unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -418,3 +419,9 @@ def named_files_note(files: list[tuple[str, int]]) -> str:
 
 
 NAMED_FILES_TAIL = "What they say is not in this conversation until you read them with the filesystem tool."
+
+
+def unread_note(files: Sequence[str]) -> str:
+    """What a small model is told when it answered about files the user named without reading them."""
+    listing = ", ".join(json.dumps(name, ensure_ascii=False) for name in files)
+    return f"Not shown to the user: you have not read {listing} in this conversation. {NAMED_FILES_TAIL}"

@@ -36,6 +36,7 @@ from agent.aids import (
     retry_instruction,
     successes,
     summary_of,
+    unread_note,
     writes_text_calls,
 )
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
@@ -144,9 +145,11 @@ class Agent:
                         stop_event=stop_event, goal=user_message, memory=memory, guard=guard)
             await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall,
                                        metadata=dict(user_metadata or {})))
-            note = await _named_files(turn, user_message)
-            if note:
-                await turn.add(ChatMessage(role="user", content=note, metadata={"synthetic": True}), buffer="context")
+            named = await _named_files(turn, user_message)
+            if named:
+                turn.named_files = tuple(name for name, _size in named)
+                await turn.add(ChatMessage(role="user", content=named_files_note(named), metadata={"synthetic": True}),
+                               buffer="context")
             if _compression_due(state.context_token_count):
                 async for ev in self._compress(turn):
                     yield ev
@@ -301,7 +304,8 @@ class Agent:
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
-                                hold_all=state.answer_retried and not allow or _after_note(turn, state),
+                                hold_all=(state.answer_retried and not allow or _after_note(turn, state)
+                                          or self._unread(turn, state, allow)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
                                 and successes(turn.history[state.start:]) else 0)
             async for ev in call.events():
@@ -349,6 +353,15 @@ class Agent:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
                                buffer="context")
+                continue
+            if not decision.calls and not decision.replaced and self._unread(turn, state, allow):
+                # An answer about a file the user named that nobody read (the 0.5B: "The author of report.txt
+                # is Navi."): held, and the model is told once that the file's content is not known yet.
+                state.unread_told = True
+                log.info("answer_unread_file", files=list(turn.named_files))
+                await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
+                await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
+                                           metadata={"synthetic": True}), buffer="context")
                 continue
             if not decision.calls:
                 this_turn = turn.history[state.start:]
@@ -412,6 +425,13 @@ class Agent:
                 turn.profile_switched_to = None
         async for ev in self._max_iterations(turn):
             yield ev
+
+    @staticmethod
+    def _unread(turn: Turn, state: LoopState, allow: bool) -> bool:
+        """This step's answer would be about a file the user named that no tool of this turn looked at
+        (``named_files``, a small model, once a turn)."""
+        return (bool(turn.named_files) and allow and state.small and state.on("named_files")
+                and not state.unread_told and not results(turn.history[state.start:]))
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
@@ -727,18 +747,17 @@ def _aids_on(profile: ProfileSpec) -> bool:
     return bool(profile.local_model_aids_enabled and settings.LLM_LOCAL_MODEL_AIDS)
 
 
-async def _named_files(turn: Turn, text: str) -> str:
-    """The ``named_files`` aid's context line for the files ``text`` names, or ''."""
+async def _named_files(turn: Turn, text: str) -> list[tuple[str, int]]:
+    """The files of the working directory ``text`` names, for the ``named_files`` aid ([] when it is off)."""
     workspace = ports.workspace()
     if (workspace is None or turn.subagent or not _aids_on(turn.profile)
             or "named_files" in turn.profile.local_model_aids_off):
-        return ""
+        return []
     try:
-        files = await asyncio.to_thread(workspace.named_files, turn.session_id, text)
+        return list(await asyncio.to_thread(workspace.named_files, turn.session_id, text))
     except Exception:  # noqa: BLE001 - a context aid must never break the turn
         log.warning("named_files_failed", exc_info=True)
-        return ""
-    return named_files_note(files) if files else ""
+        return []
 
 
 async def _memory(user_id: int | None) -> str | None:

@@ -36,6 +36,7 @@ class Turn:
     context_tokens: int = 0
     profile_switched_to: str | None = None
     excluded_tools: frozenset[str] = field(default_factory=frozenset)
+    named_files: tuple[str, ...] = ()  # files of the working directory the user's message names (``named_files``)
     guard: TurnGuard = field(default_factory=TurnGuard)  # taint and rules: the policy point's view (agent.gate)
 
     async def add(self, message: ChatMessage, buffer: str = "both") -> None:

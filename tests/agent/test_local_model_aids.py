@@ -243,3 +243,31 @@ def test_an_answer_that_copies_navis_own_steering_is_no_answer(answer: str, poor
     from agent.aids import poor_answer
 
     assert (poor_answer(answer) is not None) is poor
+
+
+async def test_a_small_models_answer_about_a_named_file_it_never_read_is_held_and_it_is_told(agent_env) -> None:
+    """The 0.5B answered "The author of report.txt is Navi." without reading the file."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="The author of report.txt is Navi.")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="Report.txt was written by Miriam Okafor.")
+    events = await agent_env.run("Who is the author of report.txt?")
+    shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert "Navi" not in shown and events[-1]["content"] == "Report.txt was written by Miriam Okafor."
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith('Not shown to the user: you have not read "report.txt"') and "filesystem tool" in told
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("filesystem", True)]
+
+
+async def test_told_once_a_second_unread_answer_is_shown_and_a_model_calling_natively_is_never_told(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="It was Navi.")
+    agent_env.fake.script(text="I think it was Navi.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert events[-1]["content"] == "I think it was Navi." and len(agent_env.requests()) == 2
+    await agent_env.set_profile(tool_calling="native")
+    agent_env.fake.script(text="Probably Navi.")
+    events = await agent_env.run("And who wrote report.txt, again?")
+    assert events[-1]["content"] == "Probably Navi." and len(agent_env.requests()) == 3
