@@ -532,10 +532,6 @@ class Agent:
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])
             if found is not None and not found.answer:
-                if attempt == 2 or contradicted is not None:
-                    # Told why and written the same way again: the model is taken at its word.
-                    log.info("doubt_overruled", tool=step.call.name if step.call else None, reason=found.reason[:200])
-                    return step
                 step = StepDecision(call=step.call, problem=found.reason)
             if step.problem is None:
                 return step

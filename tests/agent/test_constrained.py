@@ -55,10 +55,10 @@ async def test_a_valid_call_runs_as_written_and_prose_streams_as_the_answer(agen
 async def test_a_call_of_a_tool_that_does_not_exist_is_generated_again_under_the_schema(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("plumber", invoice="4711"))  # the user's words as a tool name
-    constrained_call(agent_env.fake, "todo", action="set", steps=["find the invoice 4711", "call the plumber"])
+    constrained_call(agent_env.fake, "todo", action="set", steps=["call the plumber about invoice 4711"])
     agent_env.fake.script(text="Added to your list: call the plumber about invoice 4711.")
     events = await agent_env.run("jot down: call the plumber about invoice 4711")
-    assert calls(events) == [("todo", {"action": "set", "steps": ["find the invoice 4711", "call the plumber"]}, True)]
+    assert calls(events) == [("todo", {"action": "set", "steps": ["call the plumber about invoice 4711"]}, True)]
     assert '"name"' not in shown(events) and "plumber\"" not in shown(events)  # the raw attempt is never shown
     assert events[-1]["content"] == "Added to your list: call the plumber about invoice 4711."
     first, constrained_request, answer = agent_env.fake.chat_requests
@@ -134,10 +134,10 @@ async def test_the_prompt_prefix_is_byte_identical_across_the_turns_of_a_session
 async def test_a_model_without_native_tool_calls_gets_constrained_calls(agent_env) -> None:
     agent_env.fake.set_capabilities("fake-model", ["completion"])  # auto: the probe says no tools
     agent_env.fake.script(text=as_text("todo", action="plan"))  # not an action todo has
-    constrained_call(agent_env.fake, "todo", action="set", steps=["water plants", "feed the cat"])
+    constrained_call(agent_env.fake, "todo", action="set", steps=["water plants"])
     agent_env.fake.script(text="Done: one step on your list.")
-    events = await agent_env.run("make a todo list with: water plants, feed the cat")
-    assert calls(events) == [("todo", {"action": "set", "steps": ["water plants", "feed the cat"]}, True)]
+    events = await agent_env.run("make a todo list with: water plants")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["water plants"]}, True)]
     assert agent_env.fake.chat_requests[1].json["format"]["anyOf"]
     assert events[-1]["content"] == "Done: one step on your list."
 

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from recall_app.timeparse import said_times
-from tests.agent.test_constrained import as_text, calls, constrained, constrained_call, shown
+from tests.agent.test_constrained import as_text, calls, constrained, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -254,41 +254,6 @@ async def test_a_second_echo_of_the_note_is_replaced_by_an_honest_line(agent_env
     events = await agent_env.run("How many legs does a spider have?")
     assert "named no such file" not in shown(events)
     assert events[-1]["type"] == "stream_end" and "could not produce an answer" in events[-1]["content"]
-
-
-# -- todo -------------------------------------------------------------------------------------------
-
-async def test_a_todo_list_of_one_step_is_written_again_told_why(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["todo", "filesystem"])
-    agent_env.fake.script(text=as_text("todo", action="set", steps=["call the plumber about invoice 4711"]))
-    constrained_call(agent_env.fake, "filesystem", action="write", path="plumber.txt",
-                     content="call the plumber about invoice 4711")
-    agent_env.fake.script(text="Noted in plumber.txt: call the plumber about invoice 4711.")
-    events = await agent_env.run("Jot this down: plumber, invoice 4711.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("filesystem", True)]
-    told = agent_env.requests()[1]["messages"]
-    assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
-    assert "a todo list of one step is no checklist" in told[-1]["content"]
-
-
-async def test_a_model_that_writes_its_one_step_list_again_is_taken_at_its_word(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["todo", "filesystem"])
-    agent_env.fake.script(text=as_text("todo", action="set", steps=["buy milk"]))
-    constrained_call(agent_env.fake, "todo", action="set", steps=["buy milk"])
-    agent_env.fake.script(text="Your todo list: buy milk.")
-    events = await agent_env.run("Put 'buy milk' on my todo list.")
-    assert [(tool, args["steps"], ok) for tool, args, ok in calls(events)] == [("todo", ["buy milk"], True)]
-    assert events[-1]["content"] == "Your todo list: buy milk."
-    assert len(agent_env.fake.chat_requests) == 3  # the call, written once more, and the answer
-
-
-async def test_a_todo_list_of_several_steps_runs_as_written(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["todo", "filesystem"])
-    agent_env.fake.script(text=as_text("todo", action="set", steps=["buy stamps", "post the letter"]))
-    agent_env.fake.script(text="Your list has two steps: buy stamps, then post the letter.")
-    events = await agent_env.run("Make a checklist: buy stamps, post the letter.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
-    assert len(agent_env.fake.chat_requests) == 2
 
 
 def test_which_paths_a_request_names() -> None:

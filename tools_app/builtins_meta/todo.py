@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from agent.ports import Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
@@ -138,17 +137,6 @@ class TodoTool(Tool):
         ],
     }
     timeout: ClassVar[float] = 10.0
-
-    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
-        """A list of one step is no checklist: a small model set one for a note, a reminder or a fact
-        ("call plumber about invoice 8256", "drink water every hour"). The call is written again, told so;
-        a model that writes the same again is taken at its word (the user may want one step listed)."""
-        steps = params.get("steps")
-        if params.get("action") != "set" or not isinstance(steps, list) or len(steps) != 1:
-            return None
-        return Doubt(reason="a todo list of one step is no checklist. If the user asked to note something down, to "
-                            "remember a fact or to be reminded, use the tool made for that; if they asked for this "
-                            "todo list, write the same call again")
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         path = todo_path(require_session())
