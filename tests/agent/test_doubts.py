@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from recall_app.timeparse import said_times
-from tests.agent.test_constrained import as_text, calls, constrained, shown
+from tests.agent.test_constrained import as_text, calls, constrained, constrained_call, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -295,3 +295,40 @@ async def test_the_users_words_while_the_turn_ran_count_too(agent_env) -> None:
     args = {"call_type": "once", "when": "in 10 minutes", "additional_context_message": "Stretch."}
     # Two times said (the request, then "make it 10 minutes"): the model combines them, nothing is fixed.
     assert ScheduleRecallTool().doubt(args, "Remind me in 5 minutes to stretch.\nActually, make it in 10 minutes.") is None
+
+
+class _Kettle:
+    """A tool that doubts a call the request contradicts without knowing the fix: written again, told why."""
+
+    name = "kettle"
+    description = "Boil water to a temperature in Celsius."
+    parameters = {"type": "object", "properties": {"celsius": {"type": "integer"}}, "required": ["celsius"]}
+
+    def doubt(self, params, request):
+        from agent.ports import Doubt
+
+        if "tea" in request and params.get("celsius", 0) > 100:
+            return Doubt(reason="water does not get hotter than 100 °C in a kettle")
+        return None
+
+    async def execute(self, params):
+        from tools_app.base import ToolResult
+
+        return ToolResult(success=True, output=f"Boiled to {params['celsius']} °C.")
+
+
+async def test_a_doubt_without_a_fix_gets_the_call_written_again_told_why(agent_env) -> None:
+    from tools_app.base import Tool
+    from tools_app.registry import get_registry
+
+    kettle = type("Kettle", (_Kettle, Tool), {})()
+    get_registry().register_builtin(kettle)
+    await constrained(agent_env, enabled_tools=["kettle", "todo"])
+    agent_env.fake.script(text=as_text("kettle", celsius=250))
+    constrained_call(agent_env.fake, "kettle", celsius=100)
+    agent_env.fake.script(text="Boiled to 100 °C for your tea.")
+    events = await agent_env.run("Boil water for my tea.")
+    assert [(tool, args, ok) for tool, args, ok in calls(events)] == [("kettle", {"celsius": 100}, True)]
+    regenerated = agent_env.requests()[1]["messages"]
+    assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
+    assert '"celsius": 250' in regenerated[-2]["content"] and "hotter than 100" in regenerated[-1]["content"]
