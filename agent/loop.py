@@ -430,8 +430,12 @@ class Agent:
     def _unread(turn: Turn, state: LoopState, allow: bool) -> bool:
         """This step's answer would be about a file the user named that no tool of this turn looked at
         (``named_files``, a small model, once a turn)."""
-        return (bool(turn.named_files) and allow and state.small and state.on("named_files")
-                and not state.unread_told and not results(turn.history[state.start:]))
+        if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told):
+            return False
+        if results(turn.history[state.start:]):
+            return False
+        # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation.
+        return not any(name in (m.content or "") for m in turn.history if m.role == "tool" for name in turn.named_files)
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal

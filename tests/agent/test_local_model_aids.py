@@ -271,3 +271,14 @@ async def test_told_once_a_second_unread_answer_is_shown_and_a_model_calling_nat
     agent_env.fake.script(text="Probably Navi.")
     events = await agent_env.run("And who wrote report.txt, again?")
     assert events[-1]["content"] == "Probably Navi." and len(agent_env.requests()) == 3
+
+
+async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It is a quarterly report by someone.")
+    await agent_env.run("What is report.txt about?")
+    agent_env.fake.script(text="You're welcome!")
+    events = await agent_env.run("Thanks for summing up report.txt!")
+    assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 3
