@@ -421,6 +421,12 @@ def named_files_note(files: list[tuple[str, int]]) -> str:
 NAMED_FILES_TAIL = "What they say is not in this conversation until you read them with the filesystem tool."
 
 
+def unread_answer(files: Sequence[str]) -> str:
+    """What the user reads when a small model, told, still answered about files it did not read."""
+    listing = ", ".join(files)
+    return f"I have not read {listing}, so I cannot tell you what it says. Ask me again to read it."
+
+
 def unread_note(files: Sequence[str]) -> str:
     """What a small model is told when it answered about files the user named without reading them."""
     listing = ", ".join(json.dumps(name, ensure_ascii=False) for name in files)

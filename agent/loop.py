@@ -36,6 +36,7 @@ from agent.aids import (
     retry_instruction,
     successes,
     summary_of,
+    unread_answer,
     unread_note,
     writes_text_calls,
 )
@@ -305,7 +306,7 @@ class Agent:
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
-                                          or self._unread(turn, state, allow)),
+                                          or self._unread(turn, state, allow) or _still_unread(turn, state)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
                                 and successes(turn.history[state.start:]) else 0)
             async for ev in call.events():
@@ -369,13 +370,18 @@ class Agent:
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable])
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
+                unread = _still_unread(turn, state)
+                if unread:
+                    why = None  # told, it answered about the file again without reading it: replaced below
                 if why and self._may_retry(turn, state):
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
                     log.info("answer_retried", reason=why)
                     state.answer_retried = True
                     state.force_answer = True
                     continue
-                if decision.replaced or (state.answer_retried and why):
+                if unread:  # what it says of the file would be made up
+                    decision = Decision(calls=[], content=unread_answer(turn.named_files), replaced=True)
+                elif decision.replaced or (state.answer_retried and why):
                     decision = Decision(calls=[], content=summary_of(this_turn), replaced=True)
                 queued = await _queued(turn)
                 async for ev in self._final(turn, call, decision, end=not queued):
@@ -692,6 +698,11 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _still_unread(turn: Turn, state: LoopState) -> bool:
+    """Told that the file the user named was not read, the model has not read it yet."""
+    return state.unread_told and not results(turn.history[state.start:])
+
+
 def _after_note(turn: Turn, state: LoopState) -> bool:
     """This step answers a doubt's note (the model may repeat it): held to its end, judged whole."""
     last = turn.history[-1] if len(turn.history) > state.start else None

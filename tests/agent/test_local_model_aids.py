@@ -260,13 +260,16 @@ async def test_a_small_models_answer_about_a_named_file_it_never_read_is_held_an
     assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("filesystem", True)]
 
 
-async def test_told_once_a_second_unread_answer_is_shown_and_a_model_calling_natively_is_never_told(agent_env) -> None:
+async def test_told_once_a_second_unread_answer_is_replaced_and_a_model_calling_natively_is_never_told(
+        agent_env) -> None:
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")
     agent_env.fake.script(text="It was Navi.")
     agent_env.fake.script(text="I think it was Navi.")
     events = await agent_env.run("Who wrote report.txt?")
-    assert events[-1]["content"] == "I think it was Navi." and len(agent_env.requests()) == 2
+    assert "Navi" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "I have not read report.txt, so I cannot tell you what it says. Ask me again to read it."
+    assert len(agent_env.requests()) == 2
     await agent_env.set_profile(tool_calling="native")
     agent_env.fake.script(text="Probably Navi.")
     events = await agent_env.run("And who wrote report.txt, again?")
