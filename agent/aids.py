@@ -254,8 +254,10 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "empty"
     if len(stripped) < 300 and REFUSAL.match(stripped):
         return "a refusal"
-    if _echoes_instructions(stripped, [*_result_steering(this_turn), *(descriptions if small else ())]):
+    if _echoes_instructions(stripped, _result_steering(this_turn)):
         return "Navi's own instruction repeated"
+    if small and _copies_a_description(stripped, descriptions, this_turn):
+        return "a tool's description repeated"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
     return None
@@ -313,6 +315,20 @@ def _sentences(text: str) -> list[str]:
 
 
 _ECHO_WORDS = 7  # this many words in a row from Navi's own steering: the answer copies it
+
+
+def _copies_a_description(text: str, descriptions: Sequence[str], this_turn: Sequence[ChatMessage]) -> bool:
+    """The answer has a run of seven words of an offered tool's description that neither the user nor a
+    tool result of this turn said (an answer may well restate a tool's error or rule)."""
+    words = re.findall(r"[a-z0-9']+", text.lower())
+    said = " " + " ".join(re.findall(r"[a-z0-9']+", " ".join(m.content or "" for m in this_turn
+                                                               if m.role in ("user", "tool")).lower())) + " "
+    wording = [" " + " ".join(re.findall(r"[a-z0-9']+", d.lower())) + " " for d in descriptions]
+    for i in range(len(words) - _ECHO_WORDS + 1):
+        run = f" {' '.join(words[i:i + _ECHO_WORDS])} "
+        if run not in said and any(run in d for d in wording):
+            return True
+    return False
 
 
 def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
@@ -423,8 +439,14 @@ NAMED_FILES_TAIL = "What they say is not in this conversation until you read the
 
 def unread_answer(files: Sequence[str]) -> str:
     """What the user reads when a small model, told, still answered about files it did not read."""
-    listing = ", ".join(files)
-    return f"I have not read {listing}, so I cannot tell you what it says. Ask me again to read it."
+    return (f"I have not read {', '.join(files)}, so I cannot tell you what {'they say' if len(files) > 1 else 'it says'}."
+            " Ask me again to read it.")
+
+
+def names_a_file(text: str, files: Sequence[str]) -> bool:
+    """``text`` names one of ``files`` (by its name, with or without its folder)."""
+    lower = text.lower()
+    return any(f.lower() in lower or f.rsplit("/", 1)[-1].lower() in lower for f in files)
 
 
 def unread_note(files: Sequence[str]) -> str:

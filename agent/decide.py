@@ -183,8 +183,9 @@ class StepDecision:
         return self.call is None and self.problem is None
 
 
-def parse_decision(text: str, schemas: list[dict[str, Any]]) -> StepDecision:
-    """The decision in ``text``, its arguments validated against the tool's full parameter schema."""
+def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "") -> StepDecision:
+    """The decision in ``text``, its arguments validated against the tool's full parameter schema (and
+    not copying the tools' descriptions, unless the user ``said`` those words)."""
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -202,7 +203,7 @@ def parse_decision(text: str, schemas: list[dict[str, Any]]) -> StepDecision:
         return StepDecision(problem=f"the arguments of {name} must be a JSON object, got {json.dumps(arguments)[:200]}")
     call = ToolCallRequest(id=new_call_id(), name=name, arguments=arguments)
     function = by_name[name].get("function") or {}
-    problem = argument_problem(arguments, function.get("parameters"), descriptions(schemas))
+    problem = argument_problem(arguments, function.get("parameters"), descriptions(schemas), said)
     if problem:
         return StepDecision(call=call, problem=f"the arguments of {name} are not valid: {problem}")
     return StepDecision(call=call)
@@ -213,9 +214,10 @@ def descriptions(schemas: Sequence[dict[str, Any]]) -> str:
     return "\n".join(str((s.get("function") or {}).get("description") or "") for s in schemas)
 
 
-def argument_problem(arguments: dict[str, Any], parameters: Any, description: str = "") -> str | None:
+def argument_problem(arguments: dict[str, Any], parameters: Any, description: str = "", said: str = "") -> str | None:
     """The first way ``arguments`` break the tool's parameter schema, or None. ``description``: the
-    tool's own, or every offered tool's (``descriptions``), which an argument must not copy either."""
+    tool's own, or every offered tool's (``descriptions``), which an argument must not copy either,
+    unless the user ``said`` those words too."""
     if not isinstance(parameters, dict):
         return None
     try:
@@ -225,14 +227,19 @@ def argument_problem(arguments: dict[str, Any], parameters: Any, description: st
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{where + ': ' if where else ''}{error.message}"
-    return _copied_description(arguments, parameters, description)
+    return _copied_description(arguments, parameters, description, said)
 
 
 def _words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], tool: str = "") -> str | None:
+# A text this long is the model's own composition (a file's content, code): its words are not judged.
+_COMPOSED_WORDS = 40
+
+
+def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], tool: str = "",
+                        said: str = "") -> str | None:
     """A text argument that repeats the schema's own description of a parameter, or of the tool, is no
     value: a small model copies what it read last ("your self-instruction, written as a todo naming
     tools, files or urls" as a reminder's instruction; the 0.5B also gave schedule_recall's "Set a
@@ -246,13 +253,17 @@ def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], t
     whole = " " + " | ".join(_words(line) for line in tool.splitlines()) + " "
     texts = [(name, item) for name, value in arguments.items()
              for item in (value if isinstance(value, list) else [value]) if isinstance(item, str)]
+    user = f" {_words(said)} "
     for name, value in texts:
-        said = _words(value)
-        words = said.split()
-        if len(words) >= 6 and any(said in text for text in described):
+        text = _words(value)
+        words = text.split()
+        if len(words) > _COMPOSED_WORDS:
+            continue
+        if len(words) >= 6 and any(text in d for d in described) and f" {text} " not in user:
             return (f"{name}: {value[:80]!r} repeats the description of a parameter; write the value itself, "
                     "taken from what the user asked")
-        if tool and any(f" {' '.join(words[i:i + 6])} " in whole for i in range(len(words) - 5)):
+        runs = [f" {' '.join(words[i:i + 6])} " for i in range(len(words) - 5)]
+        if tool and any(run in whole and run not in user for run in runs):
             return (f"{name}: {value[:80]!r} repeats a tool's description; write the value itself, taken "
                     "from what the user asked")
     return None

@@ -28,6 +28,7 @@ from agent.aids import (
     instruction_openers,
     interpret,
     named_files_note,
+    names_a_file,
     notes,
     nudges,
     observe,
@@ -306,7 +307,7 @@ class Agent:
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
-                                          or self._unread(turn, state, allow) or _still_unread(turn, state)),
+                                          or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
                                 and successes(turn.history[state.start:]) else 0)
             async for ev in call.events():
@@ -355,12 +356,13 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
                                buffer="context")
                 continue
-            if not decision.calls and not decision.replaced and self._unread(turn, state, allow):
+            if (not decision.calls and not decision.replaced and self._unread(turn, state, allow, names)
+                    and names_a_file(decision.content, turn.named_files)):
                 # An answer about a file the user named that nobody read (the 0.5B: "The author of report.txt
-                # is Navi."): held, and the model is told once that the file's content is not known yet.
+                # is Navi."): not shown nor kept, and the model is told once that the file's content is not
+                # known yet.
                 state.unread_told = True
                 log.info("answer_unread_file", files=list(turn.named_files))
-                await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
                                            metadata={"synthetic": True}), buffer="context")
                 continue
@@ -370,7 +372,7 @@ class Agent:
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable])
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
-                unread = _still_unread(turn, state)
+                unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
                 if unread:
                     why = None  # told, it answered about the file again without reading it: replaced below
                 if why and self._may_retry(turn, state):
@@ -433,15 +435,18 @@ class Agent:
             yield ev
 
     @staticmethod
-    def _unread(turn: Turn, state: LoopState, allow: bool) -> bool:
-        """This step's answer would be about a file the user named that no tool of this turn looked at
-        (``named_files``, a small model, once a turn)."""
-        if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told):
+    def _unread(turn: Turn, state: LoopState, allow: bool, names: Sequence[str]) -> bool:
+        """This step's answer may be about a file the user named that no tool of this turn looked at
+        (``named_files``, a small model that has the filesystem tool, once a turn)."""
+        if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
+                and "filesystem" in names):
             return False
         if results(turn.history[state.start:]):
             return False
-        # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation.
-        return not any(name in (m.content or "") for m in turn.history if m.role == "tool" for name in turn.named_files)
+        # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation
+        # (a read's result begins "<path> (<size>)").
+        return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
+                       for name in turn.named_files)
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
@@ -511,7 +516,7 @@ class Agent:
         if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
             return True  # "I would use the filesystem function with {…}": before any result, that is a call
         return any(c.arguments_error or c.name not in plan.callable
-                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every))
+                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every), turn.goal)
                    for c in decision.calls)
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
@@ -537,7 +542,7 @@ class Agent:
                 return None
             if turn.stop_event.is_set():
                 return StepDecision()
-            step = parse_decision(text, plan.every)
+            step = parse_decision(text, plan.every, turn.goal)
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])
@@ -575,6 +580,8 @@ class Agent:
         if notes:
             state.force_answer = False
             state.answer_retried = False
+            state.unread_told = False
+            turn.named_files = ()  # a new message: the files the first one named are not its subject
             state.repeats = 0
             state.previous_calls = set()
             log.info("steer_accepted", count=len(notes))

@@ -420,3 +420,14 @@ def test_a_value_that_repeats_another_offered_tools_description_is_not_valid() -
     assert problem and problem.startswith("steps: ") and "repeats a tool's description" in problem
     assert argument_problem({"action": "set", "steps": ["call the plumber about invoice 4711", "save the receipt"]},
                             todo, descriptions([memory])) is None
+    # The user's own words may be the same as a description's: "get the current date and time" on a list.
+    clock = {"type": "function", "function": {"name": "get_current_datetime",
+                                              "description": "Get the current date and time."}}
+    steps = {"action": "set", "steps": ["get the current date and time of the flight", "book the taxi"]}
+    assert argument_problem(steps, todo, descriptions([clock, memory]),
+                            "Make a list: get the current date and time of the flight, book the taxi") is None
+    assert argument_problem(steps, todo, descriptions([clock, memory])) is not None
+    # A long text is the model's own composition (a file's content): its words are not judged.
+    long = "Notes for the trip. " * 10 + "Write a note about the user to long-term memory right away, so you know it."
+    assert argument_problem({"action": "set", "steps": [long]}, todo, descriptions([memory])) is None
+

@@ -264,7 +264,8 @@ def test_which_paths_a_request_names() -> None:
                          ("/etc/hosts", "read /etc/hosts please"), ("Report.TXT", "who wrote report.txt")):
         assert _named(raw, request), (raw, request)
     for raw, request in (("planets", "tell me about the planets"), ("/home/user/planets", "the planets?"),
-                         ("notes.txt", "what do my notes say?"), ("report.txt", "who wrote myreport.txt?")):
+                         ("notes.txt", "what do my notes say?"), ("report.txt", "who wrote myreport.txt?"),
+                         ("/home/user", "read /home/user/x.txt"), ("/", "this and/or that")):
         assert not _named(raw, request), (raw, request)
 
 

@@ -264,8 +264,8 @@ async def test_told_once_a_second_unread_answer_is_replaced_and_a_model_calling_
         agent_env) -> None:
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")
-    agent_env.fake.script(text="It was Navi.")
-    agent_env.fake.script(text="I think it was Navi.")
+    agent_env.fake.script(text="report.txt was written by Navi.")
+    agent_env.fake.script(text="I think Navi wrote report.txt.")
     events = await agent_env.run("Who wrote report.txt?")
     assert "Navi" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert events[-1]["content"] == "I have not read report.txt, so I cannot tell you what it says. Ask me again to read it."
@@ -285,3 +285,20 @@ async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -
     agent_env.fake.script(text="You're welcome!")
     events = await agent_env.run("Thanks for summing up report.txt!")
     assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 3
+
+
+async def test_an_answer_that_is_not_about_the_named_file_is_never_judged(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="You're welcome!")
+    events = await agent_env.run("Thanks, report.txt looks good now.")
+    assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 1
+
+
+async def test_without_the_filesystem_tool_the_model_is_never_told_to_read(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["todo"])
+    agent_env.fake.script(text="I cannot open report.txt here.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert events[-1]["content"] == "I cannot open report.txt here." and len(agent_env.requests()) == 1
+

@@ -326,10 +326,21 @@ def test_an_answer_that_copies_a_tools_description_is_no_answer() -> None:
     memory = "Save a fact about the user to long-term memory right away, so you know it in future conversations."
     copied = ("The user's personal notes were added to long-term memory right away, so you know it in future "
               "conversations.")  # the 0.5B, after the reminder was set
-    assert poor_answer(copied, turn, small=True, descriptions=[memory]) == "Navi's own instruction repeated"
+    assert poor_answer(copied, turn, small=True, descriptions=[memory]) == "a tool's description repeated"
     assert poor_answer("In 3 minutes I will remind you to stretch your legs.", turn, small=True,
                        descriptions=[memory]) is None
     assert poor_answer(copied, turn, descriptions=[memory]) is None  # a model calling natively words its own
+    # A short piece of a description is an answer ("Use image_view for images."), and so is a rule a tool
+    # result or the user stated in the same words.
+    view = "Read files. Binary files are refused — use image_view for images. A session has at most one pending recall."
+    png = [ChatMessage(role="assistant", content=None, tool_calls=(ToolCallRequest(
+               id="c2", name="filesystem", arguments={"action": "read", "path": "dot.png"}),)),
+           ChatMessage(role="tool", tool_call_id="c2", name="filesystem", content="Error: dot.png is a PNG image.")]
+    assert poor_answer("Use image_view for images.", png, small=True, descriptions=[view]) is None
+    refused = [*turn, ChatMessage(role="tool", tool_call_id="c1", name="schedule_recall",
+                                  content="Error: a session has at most one pending recall.")]
+    assert poor_answer("You already have a reminder: a session has at most one pending recall.", refused,
+                       small=True, descriptions=[view]) is None
 
 
 async def test_an_answer_that_says_nothing_of_the_list_is_asked_for_again(agent_env) -> None:

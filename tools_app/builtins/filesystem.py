@@ -397,7 +397,7 @@ def _named(raw: str, request: str) -> bool:
     report.txt"); a bare word ("planets", "notes") is no file name, however the request uses it."""
     said = request.lower()
     text = raw.strip().lower()
-    if "/" in text and text in said:
+    if "/" in text.strip("/") and re.search(rf"(?<![\w.-]){re.escape(text)}(?![\w/.-])", said):
         return True  # the path as the user wrote it ("/etc/hosts")
     name = Path(text).name
     if "." not in name.strip("."):
