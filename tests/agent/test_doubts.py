@@ -269,12 +269,15 @@ def test_which_paths_a_request_names() -> None:
         assert not _named(raw, request), (raw, request)
 
 
-async def test_a_look_whether_a_file_exists_is_never_doubted(agent_env) -> None:
+async def test_a_look_whether_a_file_nobody_named_exists_is_answered_by_the_note(agent_env) -> None:
+    """The 1.5B checked /home/user/temperature.txt with "stat" for a question of general knowledge: the
+    note says what the check would have said (not there), without a card."""
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("filesystem", action="exists", path="notes.txt"))
-    agent_env.fake.script(text="There is no notes file yet.")
+    agent_env.fake.script(text="You have no notes file yet.")
     events = await agent_env.run("Do I have any notes?")
-    assert [(tool, args["action"]) for tool, args, _ok in calls(events)] == [("filesystem", "exists")]
+    assert not started(events) and events[-1]["content"] == "You have no notes file yet."
+    assert "notes.txt does not exist" in agent_env.requests()[1]["messages"][-1]["content"]
 
 
 async def test_a_guess_told_a_listing_may_answer_with_it(agent_env, settings) -> None:

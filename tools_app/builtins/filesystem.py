@@ -371,8 +371,8 @@ class FilesystemTool(Tool):
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
         what the folder has. A path the user named runs even if missing: its error is the answer."""
         raw = params.get("path")
-        # Only a look at content: "exists" and "stat" are how a model checks for a file nobody named.
-        if str(params.get("action", "")) not in ("read", "list") or not isinstance(raw, str) or not raw.strip():
+        # Any look (an "exists" too: the note says the same, that the path is not there, without a card).
+        if str(params.get("action", "")) in WRITE_ACTIONS or not isinstance(raw, str) or not raw.strip():
             return None
         if _named(raw, request):
             return None
