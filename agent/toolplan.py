@@ -7,7 +7,11 @@ token of them costs time before the first word of a new conversation. A profile'
 1. the tools' definitions as they are, when they fit;
 2. else compact definitions (``compact_schema``: first sentence of each description, short
    parameter descriptions), when those fit;
-3. else compact definitions of the tools in the profile's order while they fit, and the rest
+3. else lean definitions (``lean_schema``: compact, and the parameters no call requires named with
+   their type but not described: limits, options, caps), when those fit: every tool stays in the
+   request, where a model sees it, rather than behind ``find_tools`` (a small model never looked
+   there: the ``local_small`` profile's todo and helper tools were out of sight by 70 tokens);
+4. else lean definitions of the tools in the profile's order while they fit, and the rest
    *on demand*: named, with one line each, in the description of ``find_tools``, which gives a
    model their full definitions. A model that calls tools natively gets the tools it loaded that
    way in its tool list from then on (derived from the session's history, so the list is the
@@ -86,6 +90,33 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "function": function}
 
 
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``compact_schema``, and the parameters that no call requires (neither ``required`` nor required by a
+    case of ``allOf``) keep their name, type and values but lose their description."""
+    compact = compact_schema(schema)
+    function = dict(compact["function"])
+    parameters = function.get("parameters")
+    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties"), dict):
+        return compact
+    needed = _required_somewhere((schema.get("function") or {}).get("parameters"))
+    function["parameters"] = {**parameters, "properties": {
+        name: prop if name in needed or not isinstance(prop, dict) else {k: v for k, v in prop.items() if k != "description"}
+        for name, prop in parameters["properties"].items()}}
+    return {**compact, "function": function}
+
+
+def _required_somewhere(parameters: Any) -> set[str]:
+    """The parameters some call must give: required, or required by a case (``allOf`` of if/then)."""
+    if not isinstance(parameters, dict):
+        return set()
+    needed = {str(n) for n in parameters.get("required") or ()}
+    for rule in parameters.get("allOf") or ():
+        then = rule.get("then") if isinstance(rule, dict) else None
+        if isinstance(then, dict):
+            needed |= {str(n) for n in then.get("required") or ()}
+    return needed
+
+
 def _compact_parameters(parameters: Any) -> Any:
     if not isinstance(parameters, dict):
         return parameters
@@ -116,6 +147,9 @@ def plan_tools(schemas: list[dict[str, Any]], *, budget: int, fixed_tokens: int,
     if budget <= 0 or schema_tokens(offered) <= room:
         return ToolPlan(schemas=readable, every=every)
     compact = [compact_schema(s) for s in offered]
+    if schema_tokens(compact) <= room:
+        return ToolPlan(schemas=compact, every=every, compact=True)
+    compact = [lean_schema(s) for s in offered]
     if schema_tokens(compact) <= room or finder is None:
         return ToolPlan(schemas=compact, every=every, compact=True)
     kept: list[dict[str, Any]] = []

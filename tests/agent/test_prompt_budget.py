@@ -121,6 +121,38 @@ async def test_the_default_profile_fits_2000_tokens_with_every_tool_reachable(ag
     assert all(name in sent or f"{name}: " in finder(request) for name in enabled)
 
 
+async def test_the_small_profile_sees_every_tool_lean_within_its_budget(agent_env) -> None:
+    """Compact definitions of local_small's seven tools were 70 tokens past its budget, so todo and
+    spawn_agent waited behind find_tools, where the small models never looked (no helper was ever
+    spawned). Lean definitions fit: every tool is in the request, the parameters some call needs keep
+    their descriptions, options keep their name and type."""
+    from local_models.profile import TOOLS, profile_upsert
+    from sessions_app.services import session_create
+
+    settings.TOOLS_DIR = ROOT / "tools"
+    from tools_app.registry import reset_registry
+
+    reset_registry()
+    await sync_to_async(profile_upsert)(alias="small")
+    from profiles_app.models import AgentProfile
+
+    await sync_to_async(AgentProfile.objects.filter(pk="local_small").update)(llm_backend="ollama")  # the fake
+    session = await sync_to_async(session_create)(owner=agent_env.user, profile_id="local_small")
+    from agent.loop import get_agent
+
+    agent_env.fake.script(text="Hello.")
+    async for _ in get_agent().run_stream(str(session.id), "hello"):
+        pass
+    request = agent_env.requests()[-1]
+    assert sorted(tool_names(request)) == sorted(TOOLS)  # no find_tools: nothing waits
+    assert prompt_tokens(request) <= 2000, prompt_tokens(request)
+    recall = next(t["function"]["parameters"]["properties"] for t in request["tools"]
+                  if t["function"]["name"] == "schedule_recall")
+    assert recall["when"]["description"] and recall["interval_seconds"]["description"]  # some call needs them
+    assert recall["max_seconds"] == {"type": "integer", "minimum": 10}  # an option: name, type and bounds
+    assert "description" not in recall["on_approval"] and recall["on_approval"]["enum"] == ["deny", "park"]
+
+
 def test_the_admin_edits_a_profiles_tool_calling_and_prompt_budget(client) -> None:
     from django.contrib.auth import get_user_model
 
