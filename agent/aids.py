@@ -19,10 +19,12 @@ None of them looks at the wording of a request: they act on what the model did.
 - [todo_progress] for such a model: a successful call (other than ``todo``) marks the first open
   todo step done, and the nudge names the next open step; a list it set in this turn is not set
   again (told the next step, the 0.5B rewrote the list as that one step), and it answers instead;
-- [named_files] a message that names files of the session's working directory (``report.txt``) is
-  followed, in the model's context only, by a line naming those files (each in quotes) and saying that
+- [named_files] a small model's answer to a message that names files of the session's working
+  directory (``report.txt``) that no tool of the turn read is held, once, and the model is told that
   their content is not known until read: the fact a small model lacks when it answers a question
-  about a file from imagination. It keys on files that exist, never on how the request is worded;
+  about a file from imagination. It keys on files that exist, never on how the request is worded.
+  Nothing is said before the model chose: a line announcing the files made both small models read
+  them themselves even when the user asked a helper to (``bench/tool_choice.py``);
 - [doubts] for such a model, before a call runs, the tool compares it with the user's words using
   only what the tool itself knows (``ToolSet.doubt``): a read of a file that is not there and that
   the request does not name is a guess — not run, no card, the model is told what is there (once;
@@ -425,13 +427,6 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
         first = _unwrapped(message.content or "").strip().split("\n", 1)[0]
         lines.append(f"- {first[:300]}")
     return "Done:\n" + "\n".join(lines)
-
-
-def named_files_note(files: list[tuple[str, int]]) -> str:
-    """The context line for files a message names (``named_files``). Each path stands alone in quotes:
-    a size after it ("report.txt (58 B)") was copied into a call's path by the 0.5B model."""
-    listing = ", ".join(json.dumps(name, ensure_ascii=False) for name, _size in files)
-    return f"[Files named in this message are in this chat's working directory: {listing}. {NAMED_FILES_TAIL}]"
 
 
 NAMED_FILES_TAIL = "What they say is not in this conversation until you read them with the filesystem tool."

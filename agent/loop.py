@@ -27,7 +27,6 @@ from agent.aids import (
     LoopState,
     instruction_openers,
     interpret,
-    named_files_note,
     names_a_file,
     notes,
     nudges,
@@ -147,11 +146,10 @@ class Agent:
                         stop_event=stop_event, goal=user_message, memory=memory, guard=guard)
             await turn.add(ChatMessage(role="user", content=content, images=tuple(images), is_recall=is_recall,
                                        metadata=dict(user_metadata or {})))
-            named = await _named_files(turn, user_message)
-            if named:
-                turn.named_files = tuple(name for name, _size in named)
-                await turn.add(ChatMessage(role="user", content=named_files_note(named), metadata={"synthetic": True}),
-                               buffer="context")
+            # Files the message names are noted, not announced: a line after the request saying they exist and
+            # must be read made both small models read them themselves even when the user asked for a helper
+            # (bench/tool_choice.py). An answer given without reading them is held instead (``_unread``).
+            turn.named_files = tuple(name for name, _size in await _named_files(turn, user_message))
             if _compression_due(state.context_token_count):
                 async for ev in self._compress(turn):
                     yield ev
@@ -356,11 +354,10 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
                                buffer="context")
                 continue
-            if (not decision.calls and not decision.replaced and self._unread(turn, state, allow, names)
-                    and names_a_file(decision.content, turn.named_files)):
-                # An answer about a file the user named that nobody read (the 0.5B: "The author of report.txt
-                # is Navi."): not shown nor kept, and the model is told once that the file's content is not
-                # known yet.
+            if not decision.calls and not decision.replaced and self._unread(turn, state, allow, names):
+                # An answer to a message that names a file nobody read (the 0.5B: "The author of report.txt
+                # is Navi.", "The cake should bake for 30 minutes."): not shown nor kept, and the model is told
+                # once that the file's content is not known yet.
                 state.unread_told = True
                 log.info("answer_unread_file", files=list(turn.named_files))
                 await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),

@@ -203,34 +203,25 @@ def _workspace(session_id: str) -> Path:
     return root
 
 
-async def test_files_a_message_names_are_said_to_exist_in_the_models_context_only(agent_env) -> None:
+async def test_files_a_message_names_add_nothing_to_the_request(agent_env) -> None:
+    """A line announcing the named files ("… until you read them with the filesystem tool") made both small
+    models read the file themselves when the user had asked a helper to (bench/tool_choice.py): the model
+    chooses from the user's words alone."""
     _workspace(agent_env.session_id)
+    agent_env.fake.script(tool_calls=[{"name": "todo", "arguments": {"action": "read"}}])
     agent_env.fake.script(text="Let me look.")
-    await agent_env.run("Who wrote report.txt? Compare it with plan.md, not with xreport.txt or report.txt.bak.")
+    await agent_env.run("Have a helper compare report.txt with plan.md.")
     messages = agent_env.requests()[0]["messages"]
-    asked = next(i for i, m in enumerate(messages) if m["role"] == "user" and m["content"].startswith("Who wrote"))
-    note = messages[asked + 1]
-    assert note["role"] == "user"
-    assert 'working directory: "report.txt", "notes/plan.md".' in note["content"]
-    assert "other.txt" not in note["content"] and "filesystem tool" in note["content"]
-    assert [m.content for m in await agent_env.messages()] == [
-        "Who wrote report.txt? Compare it with plan.md, not with xreport.txt or report.txt.bak.", "Let me look."]
-    # The next turn's request has the note where it was: the prefix the server cached is unchanged.
-    agent_env.fake.script(text="Anything else?")
-    await agent_env.run("thanks")
-    again = agent_env.requests()[1]["messages"]
-    assert again[: len(messages)] == messages
+    assert messages[-1] == {"role": "user", "content": "Have a helper compare report.txt with plan.md."}
+    assert not any("working directory" in m["content"] for r in agent_env.requests() for m in r["messages"])
 
 
-async def test_no_note_for_a_message_naming_no_file_or_with_the_aid_off(agent_env) -> None:
+async def test_with_the_aid_off_an_answer_about_an_unread_file_is_shown(agent_env) -> None:
     _workspace(agent_env.session_id)
-    agent_env.fake.script(text="Hello!")
-    await agent_env.run("Hi, what can you do?")
-    agent_env.fake.script(text="Let me look.")
-    await agent_env.set_profile(local_model_aids_off=["named_files"])
-    await agent_env.run("Who wrote report.txt?")
-    for request in agent_env.requests():
-        assert not any("working directory" in m["content"] for m in request["messages"] if m["role"] == "user")
+    await agent_env.set_profile(tool_calling="constrained", local_model_aids_off=["named_files"])
+    agent_env.fake.script(text="The author of report.txt is Navi.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert events[-1]["content"] == "The author of report.txt is Navi." and len(agent_env.requests()) == 1
 
 
 @pytest.mark.parametrize(("answer", "poor"), [
@@ -287,12 +278,27 @@ async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -
     assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 3
 
 
-async def test_an_answer_that_is_not_about_the_named_file_is_never_judged(agent_env) -> None:
+async def test_an_answer_that_does_not_name_the_unread_file_is_held_too(agent_env) -> None:
+    """The 0.5B answered "The cake should bake for 30 minutes." for a question about recipe.txt."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="The report was written in May by the finance team.")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("In report.txt, who is the author?")
+    assert "finance" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+    assert agent_env.requests()[1]["messages"][-1]["content"].startswith('Not shown to the user: you have not read')
+
+
+async def test_a_reply_that_is_not_about_the_named_file_reaches_the_user_after_one_hidden_round(agent_env) -> None:
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")
     agent_env.fake.script(text="You're welcome!")
+    agent_env.fake.script(text="You're welcome!")
     events = await agent_env.run("Thanks, report.txt looks good now.")
-    assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 1
+    assert [e["delta"] for e in events if e["type"] == "stream_delta"] == ["You're welcome!"]
+    assert events[-1]["content"] == "You're welcome!" and len(agent_env.requests()) == 2
 
 
 async def test_without_the_filesystem_tool_the_model_is_never_told_to_read(agent_env) -> None:

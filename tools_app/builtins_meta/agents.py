@@ -15,10 +15,10 @@ from tools_app.base import Tool, ToolError, ToolResult
 class SpawnAgentTool(Tool):
     name = "spawn_agent"
     description = (
-        "Give a task to a helper agent (a subagent, with its own fresh context) when the user asks for one, or "
-        "a bounded subtask of about 3 or more tool calls (research a topic, inspect a server, read several "
-        "files). It runs to completion and returns its final "
-        "answer; you see its tool calls live. Write `task` as a complete, self-contained instruction: the "
+        "Hand a task to a helper agent (a subagent with a fresh context), which does it with its own tools and "
+        "reports back: when the user asks for a helper, or for a self-contained job of several steps. Good "
+        "subtasks take about 3 or more tool calls (research a topic, inspect a server, read several files). "
+        "It runs to completion and returns its final answer; you see its tool calls live. Write `task` as a complete, self-contained instruction: the "
         "subagent does not see this conversation, so include every name, path, URL and requirement it needs, "
         "and say what to return. Optional `profile_id` picks the subagent's profile (its tools and prompt); "
         "default: the current profile. Unless the user asked for a helper, do not use it for a single tool "
