@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import json_repair
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -282,6 +283,70 @@ def described_call(text: str, names: set[str]) -> bool:
     ("I would use the `filesystem` function with: ```json {"action": "read", …}```", Qwen 1.5B)."""
     return bool(_JSON_OBJECT.search(text)) and any(re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text)
                                                    for n in names)
+
+
+# Keys an attempt names its tool with, and keys its arguments sit under (textcalls accepts the same).
+_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+
+
+def attempted_tools(text: str, calls: Sequence[ToolCallRequest], schemas: Sequence[dict[str, Any]]) -> list[str]:
+    """The offered tools (``schemas``) an attempt to call that cannot run as written points at: the tool it
+    names, or else the tools of which its arguments are a valid call (each one of the tool's parameters).
+    [] when it points nowhere: every tool stays open.
+
+    The model's own attempt is its choice; asked again under a schema of every tool, the 0.5B model chose
+    almost blindly (``todo`` for ``{"name": "schedule_recall", "additional_context_message": "Water the
+    plants at 6 pm."}``, bench/tool_choice.py). Nothing here reads the request: only the names the model
+    wrote and the tools' own parameter names."""
+    offered = {str((s.get("function") or {}).get("name")): s for s in schemas}
+    attempts = [(c.name, dict(c.arguments)) for c in calls] or _attempts_in(text)
+    for name, _arguments in attempts:
+        if name in offered:
+            return [name]
+    if not any(name for name, _arguments in attempts):  # "I would use the `filesystem` function with {…}"
+        mentioned = [name for name in offered if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text)]
+        if len(mentioned) == 1:
+            return mentioned
+    # Arguments that are a valid call of an offered tool under another name ("save_fact" with a category, a
+    # key and a value): that tool. A loose fit is no sign ({"text": "Hello!"} fits no tool's required fields;
+    # forced into user_notes it would store a greeting as a note).
+    return [name for name, s in offered.items() if any(_valid_call(arguments, s) for _name, arguments in attempts)]
+
+
+def _valid_call(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """``arguments`` are a valid call of the tool, each one a parameter of it."""
+    parameters = (schema.get("function") or {}).get("parameters")
+    known = (parameters or {}).get("properties") if isinstance(parameters, dict) else None
+    return (bool(arguments) and isinstance(known, dict) and set(arguments) <= set(known)
+            and argument_problem(arguments, parameters) is None)
+
+
+def _attempts_in(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(name, arguments) of the first JSON object in ``text`` that looks like a call, repaired if broken."""
+    start = text.find("{")
+    if start < 0:
+        return []
+    try:
+        value = json_repair.loads(text[start:])
+    except Exception:  # noqa: BLE001 - nothing readable: no attempt to read
+        return []
+    if isinstance(value, list):
+        value = next((v for v in value if isinstance(v, dict)), None)
+    if not isinstance(value, dict):
+        return []
+    name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
+    if isinstance(value.get("function"), dict):  # the OpenAI shape {"type": "function", "function": {...}}
+        return _attempts_in(json.dumps(value["function"]))
+    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    if not isinstance(arguments, dict):  # the arguments beside the name ({"name": "t", "when": …})
+        arguments = {k: v for k, v in value.items() if k not in (*_NAME_KEYS, *_ARGUMENT_KEYS, "id", "type")}
+    return [(name or "", arguments)] if name is not None or arguments else []
 
 
 def call_messages(messages: list[ChatMessage], *, now: datetime | None = None,

@@ -45,6 +45,7 @@ from agent.context import ContextBuilder
 from agent.decide import (
     StepDecision,
     argument_problem,
+    attempted_tools,
     call_messages,
     call_schema,
     described_call,
@@ -328,8 +329,13 @@ class Agent:
                 # The model chose to call a tool but wrote no valid call, or one the user's words contradict:
                 # the call is generated again under the schema of the offered tools, so a missing tool or
                 # invalid arguments cannot be produced.
+                # The tool the attempt named (or whose parameters it wrote) stays its choice: asked to choose
+                # again among every tool, the 0.5B chose almost blindly.
+                pointed = ([decision.calls[0].name] if contradicted and decision.calls
+                           else attempted_tools(call.text, decision.calls, plan.every))
                 step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
-                                          contradicted=(call.text, doubt.reason) if doubt and contradicted else None)
+                                          contradicted=(call.text, doubt.reason) if doubt and contradicted else None,
+                                          tools=pointed)
                 if turn.stop_event.is_set():
                     turn.outcome = "stopped"
                     yield StreamStopped()
@@ -518,14 +524,16 @@ class Agent:
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-                      contradicted: tuple[str, str] | None = None) -> StepDecision | None:
+                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = ()) -> StepDecision | None:
         """The call, generated under the schema of the offered tools (the model already chose to call
         one); one repair round for what the schema could not rule out (free-form arguments, an argument
         the user's words contradict: ``doubt``). ``contradicted``: the model's own call and why the user's
         words contradict it, told before the first attempt. None: the server takes no schema (logged;
-        the call as written goes through the text-call aids instead)."""
-        schema = call_schema(plan.every)
-        request = call_messages(messages, tools=plan.every)
+        the call as written goes through the text-call aids instead). ``tools``: the offered tools the model's
+        attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool)."""
+        offered = [s for s in plan.every if s["function"]["name"] in tools] or plan.every
+        schema = call_schema(offered)
+        request = call_messages(messages, tools=offered)
         if contradicted is not None:
             request = [*request, ChatMessage(role="assistant", content=contradicted[0] or "(a call)"),
                        ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]

@@ -191,6 +191,8 @@ def run(args: argparse.Namespace) -> None:
     with httpx.Client() as client:
         alias = client.get(f"{url}/models", timeout=10).json()["data"][0]["id"]
         every = every_tool()
+        from agent.decide import attempted_tools
+
         files_named = {r.text: r.files for r in requests("both")}
         for item in chosen:
             request = {**item["request"], "model": alias}
@@ -209,7 +211,8 @@ def run(args: argparse.Namespace) -> None:
                 kind, tool = classify(text, names)
                 kind = f"{kind}²"
             if kind.startswith("attempt"):
-                tool = constrained(client, url, request, every)
+                pointed = attempted_tools(text, [], every) if not args.every_tool else []
+                tool = constrained(client, url, request, [t for t in every if t["function"]["name"] in pointed] or every)
             want = set(item["want"])
             first = tool if not kind.startswith("answer") else None
             ok = (first is None and not want) or (first in want)
@@ -242,6 +245,8 @@ def main() -> None:
     parser.add_argument("--half", default="dev", choices=["dev", "test", "both"])
     parser.add_argument("--intents", default="")
     parser.add_argument("--json", default="")
+    parser.add_argument("--every-tool", action="store_true",
+                        help="generate an attempt's call under every tool's schema (before attempted_tools)")
     parser.add_argument("--no-second-chance", action="store_true",
                         help="count the first reply only (no held answer for a message naming an unread file)")
     args = parser.parse_args()

@@ -369,7 +369,7 @@ async def test_a_one_off_reminder_without_its_time_is_generated_again_with_it(ag
     instruction = agent_env.fake.chat_requests[1].json["messages"][-1]["content"]
     assert re.search(r"The time now is \d{4}-\d\d-\d\dT\d\d:\d\dZ \(\w+day, UTC\)\.$", instruction)
     assert "The tools: schedule_recall: Set a reminder or schedule future work for yourself" in instruction
-    assert "; todo: Keep a todo list" in instruction
+    assert "todo:" not in instruction  # the attempt named schedule_recall: the menu offers that tool alone
     for request in agent_env.fake.chat_requests:
         assert "x-navi-pattern" not in json.dumps(request.json.get("tools")) and "pattern" not in json.dumps(
             request.json.get("tools"))
@@ -431,3 +431,53 @@ def test_a_value_that_repeats_another_offered_tools_description_is_not_valid() -
     long = "Notes for the trip. " * 10 + "Write a note about the user to long-term memory right away, so you know it."
     assert argument_problem({"action": "set", "steps": [long]}, todo, descriptions([memory])) is None
 
+
+
+async def test_the_tool_an_attempt_names_stays_its_choice(agent_env) -> None:
+    """The 0.5B wrote {"name": "schedule_recall", "additional_context_message": "Water the plants at 6 pm."}
+    (the arguments beside the name) and, asked again under every tool's schema, chose todo."""
+    await constrained(agent_env)
+    agent_env.fake.script(text='{"name": "todo", "steps": ["buy stamps", "post the letter"]}')
+    constrained_call(agent_env.fake, "todo", action="set", steps=["buy stamps", "post the letter"])
+    agent_env.fake.script(text="Your list has two steps: buy stamps, post the letter.")
+    events = await agent_env.run("make a checklist: buy stamps, post the letter")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["buy stamps", "post the letter"]}, True)]
+    request = agent_env.fake.chat_requests[1]
+    assert schema_names(agent_env.fake.schema_of(request)) == ["todo"]
+    menu = request.json["messages"][-1]["content"]
+    assert "todo:" in menu and "filesystem:" not in menu and "{" not in shown(events)
+
+
+async def test_an_attempt_naming_no_tool_is_offered_the_tools_its_arguments_fit(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text='```json\n{"name": "read_notes_md", "arguments": {"action": "read", "path": "notes.md"}}\n```')
+    constrained_call(agent_env.fake, "filesystem", action="read", path="notes.md")
+    agent_env.fake.script(text="notes.md is not there.")
+    await agent_env.run("what does notes.md say?")
+    assert schema_names(agent_env.fake.schema_of(agent_env.fake.chat_requests[1])) == ["filesystem"]
+
+
+def _offered(*names: str) -> list[dict]:
+    from tools_app.registry import get_registry
+
+    return get_registry().schemas(list(names))
+
+
+@pytest.mark.parametrize(("text", "native", "pointed"), [
+    ('{"name": "todo", "steps": ["a"]}', None, ["todo"]),  # named, arguments beside the name
+    ('<tool_call>{"name": "save_fact", "arguments": {"task": "x"}}</tool_call>', None, ["spawn_agent"]),
+    ('{"type": "function", "function": {"name": "filesystem", "arguments": "{\\"path\\": 1}"}}', None, ["filesystem"]),
+    ('I would use the `todo` function with: ```json {"action": "read"}```', None, ["todo"]),
+    ('{"name": "look", "arguments": {"action": "list", "path": "."}}', None, ["filesystem"]),  # a valid call
+    ('{"action": "read"}', None, ["todo", "filesystem"]),  # valid for both: the grammar picks
+    ('{"name": "greeting", "arguments": {"text": "Hello!"}}', None, []),  # a loose fit is no sign
+    ('{"name": "plumber", "arguments": {"invoice": 4711}}', None, []),  # points nowhere: every tool
+    ("no JSON at all", None, []),
+    ("", ("helper", {"task": "read facts.txt"}), ["spawn_agent"]),  # a native call of a tool that does not exist
+])
+def test_an_attempt_points_at_the_tool_it_names_or_whose_parameters_it_wrote(text, native, pointed) -> None:
+    from agent.decide import attempted_tools
+    from agent.llm.base import ToolCallRequest
+
+    native_calls = [ToolCallRequest(id="c1", name=native[0], arguments=native[1])] if native else []
+    assert sorted(attempted_tools(text, native_calls, _offered("todo", "spawn_agent", "filesystem"))) == sorted(pointed)
