@@ -121,16 +121,19 @@ class LoopState:
         self.todo_set = self.todo_set or (ok and _sets_todo(call))
 
     def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
-                   advance: Callable[[str], None]) -> None:
-        """After a step's tools ran: (tool, success) of each call. A small model answers now
-        when every call succeeded and no todo step is open; a success advances the todo list."""
+                   advance: Callable[[str], None], *, looked: bool = False) -> None:
+        """After a step's tools ran: (tool, success) of each call. A small model answers now when every
+        call succeeded, no todo step is open and the step did more than look (``looked``: every result
+        was a lookup, ``agent.ports.LOOKUP``: a file's size is no answer to what it says); a success
+        advances the todo list."""
         if not self.small or not results or not all(ok for _, ok in results):
             return
         if self.on("todo_progress"):
             for tool, _ok in results:
                 if tool != "todo":
                     advance(tool)
-        if self.on("answer_after_success") and not any(s.get("status") not in ("done", "failed") for s in todo()):
+        if (self.on("answer_after_success") and not looked
+                and not any(s.get("status") not in ("done", "failed") for s in todo())):
             self.force_answer = True
 
 

@@ -403,6 +403,7 @@ class Agent:
                                        tool_calls=tuple(decision.calls), thinking=call.thinking or None))
             repeated = False
             outcomes: list[tuple[str, bool]] = []
+            looked: list[bool] = []
             for tc in decision.calls:
                 if turn.stop_event.is_set():
                     await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name,
@@ -416,6 +417,7 @@ class Agent:
                         outcomes.append((tc.name, ev.success))
                         state.ran(tc, ev.success and refusal is None)
                     yield ev
+                looked.append(_lookup(turn.history, tc.id))
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
             state.force_answer = state.force_answer or state.repeats >= 1
@@ -423,7 +425,7 @@ class Agent:
                 state.after_step(outcomes, list, lambda tool: None)
             else:
                 state.after_step(outcomes, lambda: _read_todo(turn.session_id),
-                                 lambda tool: _advance_todo(turn.session_id, tool))
+                                 lambda tool: _advance_todo(turn.session_id, tool), looked=bool(looked) and all(looked))
             if turn.stop_event.is_set():
                 turn.outcome = "stopped"
                 yield StreamStopped()
@@ -444,8 +446,8 @@ class Agent:
         if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
                 and "filesystem" in names):
             return False
-        if results(turn.history[state.start:]):
-            return False
+        if _did_more_than_look(turn, state):
+            return False  # a file's size and date say nothing of what it says: a look does not count
         # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation
         # (a read's result begins "<path> (<size>)").
         return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
@@ -710,9 +712,20 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _lookup(history: Sequence[ChatMessage], call_id: str) -> bool:
+    """The result of call ``call_id`` only looked (``ports.LOOKUP``): where a file is, not what it says."""
+    message = next((m for m in reversed(history) if m.role == "tool" and m.tool_call_id == call_id), None)
+    return message is not None and bool((message.metadata or {}).get(ports.LOOKUP))
+
+
+def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
+    """A tool of this turn gave a result that is not a lookup (``ports.LOOKUP``), failed ones included."""
+    return any(not (m.metadata or {}).get(ports.LOOKUP) for m in results(turn.history[state.start:]))
+
+
 def _still_unread(turn: Turn, state: LoopState) -> bool:
     """Told that the file the user named was not read, the model has not read it yet."""
-    return state.unread_told and not results(turn.history[state.start:])
+    return state.unread_told and not _did_more_than_look(turn, state)
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:

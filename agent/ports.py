@@ -44,6 +44,12 @@ class ToolOutput(Protocol):
     def for_model(self) -> str: ...
 
 
+# A key of ``ToolOutput.metadata``: the result says where things are or that they exist (a listing, a
+# file's size and date), not what they say. A small model is not ordered to answer after it, and a file
+# it named is not counted as read: the 1.5B answered "who wrote report.txt?" with the file's date.
+LOOKUP = "lookup"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Doubt:
     """Why a call does not do what the user's words ask, found before it runs (``ToolSet.doubt``).

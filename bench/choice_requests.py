@@ -27,17 +27,24 @@ FILES = {
 class Request:
     intent: str
     text: str
-    want: frozenset[str]  # right first steps (tool names); empty: answer in words
+    want: frozenset[str]  # right first steps (tool names, ANSWER for an answer in words); empty: answer in words
     files: tuple[str, ...] = ()
     split: str = "dev"
+
+
+# Answering in words is right too: the date is in every system prompt ("Today is Friday, 2026-11-27 (UTC).");
+# the time of day is not.
+ANSWER = "answer"
+DATE_ONLY = {"What's the date today?", "Which month are we in?", "Is it a weekend today?", "What year is it now?",
+             "What's today's weekday?"}
 
 
 def _intent(intent: str, want: set[str], *items: str | tuple[str, tuple[str, ...]]) -> list[Request]:
     out = []
     for i, item in enumerate(items):
         text, files = (item, ()) if isinstance(item, str) else item
-        out.append(Request(intent=intent, text=text, want=frozenset(want), files=files,
-                           split="dev" if i % 2 == 0 else "test"))
+        out.append(Request(intent=intent, text=text, want=frozenset(want | ({ANSWER} if text in DATE_ONLY else set())),
+                           files=files, split="dev" if i % 2 == 0 else "test"))
     return out
 
 

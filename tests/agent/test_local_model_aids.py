@@ -308,3 +308,23 @@ async def test_without_the_filesystem_tool_the_model_is_never_told_to_read(agent
     events = await agent_env.run("Who wrote report.txt?")
     assert events[-1]["content"] == "I cannot open report.txt here." and len(agent_env.requests()) == 1
 
+
+
+async def test_after_a_look_at_a_file_a_small_model_may_still_read_it(agent_env) -> None:
+    """The 1.5B answered "who wrote report.txt?" with the file's date: told to answer after the stat, it
+    could not read. A look (stat, exists, list, search) is not an answer, nor does it count as reading."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "stat", "path": "report.txt"}}))
+    agent_env.fake.script(text="report.txt was modified today.")  # about the file, unread: held, told
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [(e["args"]["action"], e["success"]) for e in events if e["type"] == "tool_call"] == [
+        ("stat", True), ("read", True)]
+    stat = next(e for e in events if e["type"] == "tool_call")["result"]
+    assert "What it says is not shown here: read it for that." in stat
+    assert "modified today" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+    # After the read, the next step is the answer again (the tools stay offered, the answer is ordered).
+    assert "Answer the user now" in agent_env.requests()[-1]["messages"][-1]["content"]

@@ -94,6 +94,13 @@ async def test_constrained_calls_reach_every_tool_within_the_budget(agent_env) -
     first, constrained = agent_env.fake.chat_requests[:2]
     assert prompt_tokens(first.json) <= 900 and "web_view" not in tool_names(first.json)
     schema = agent_env.fake.schema_of(constrained)
+    assert [b["properties"]["tool"]["const"] for b in schema["anyOf"]] == ["web_view"]  # the tool it named
+    # An attempt that points at no tool is offered every tool, those waiting for find_tools too.
+    agent_env.fake.script(text='{"name": "open_page", "arguments": {}}')
+    agent_env.fake.script(text=json.dumps({"tool": "web_view", "arguments": {"url": "https://example.org"}}))
+    agent_env.fake.script(text="done")
+    await agent_env.run("open example.org again")
+    schema = agent_env.fake.schema_of(agent_env.fake.chat_requests[-2])
     assert sorted(b["properties"]["tool"]["const"] for b in schema["anyOf"]) == sorted(MANY)
 
 

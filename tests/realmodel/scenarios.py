@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import time
@@ -399,6 +400,8 @@ def start_navi_for_model(tmp: Path, url: str, alias: str) -> LiveNavi:
         "LLM_STREAM_CHUNK_TIMEOUT": "120",
         "WS_HEARTBEAT_SECONDS": "10",
         "LLM_MAX_OUTPUT_TOKENS": "1024",  # a looping 0.5B model must not hold the only slot for minutes
+        # The loop's own log lines (decision_unusable, answer_retried, call_doubted, …) with INFO.
+        "LOG_LEVEL": os.environ.get("NAVI_BENCH_LOG_LEVEL", "WARNING"),
     })
     navi.manage("real_model", "profile", "--model", model_key(alias))
     return navi

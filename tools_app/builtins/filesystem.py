@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from agent.ports import Doubt
+from agent.ports import LOOKUP, Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.paths import check_links, is_root, open_nofollow, resolve_path, session_dir
 from tools_app.safety.permissions import require_staff
@@ -45,6 +45,7 @@ _MAGIC = {
 }
 ACTIONS = ("read", "write", "append", "list", "mkdir", "delete", "move", "stat", "exists", "search")
 WRITE_ACTIONS = frozenset({"write", "append", "mkdir", "delete", "move"})
+LOOKUPS = frozenset({"list", "stat", "exists", "search"})  # where files are, not what they say (agent.ports.LOOKUP)
 
 
 def _human(size: int) -> str:
@@ -262,7 +263,8 @@ def _stat(path: Path, params: dict[str, Any]) -> str:
         return f"{path} does not exist."
     kind = "symlink" if stat.S_ISLNK(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "file"
     modified = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(st.st_mtime))
-    return f"{path} exists: {kind}, {_human(st.st_size)}, modified {modified}, mode {stat.filemode(st.st_mode)}."
+    found = f"{path} exists: {kind}, {_human(st.st_size)}, modified {modified}, mode {stat.filemode(st.st_mode)}."
+    return f"{found} What it says is not shown here: read it for that." if kind == "file" else found
 
 
 def _matches(rel: str, pattern: str) -> bool:
@@ -389,7 +391,10 @@ class FilesystemTool(Tool):
         output = await asyncio.to_thread(run_action, action, params)
         log.info("filesystem.action", action=action)
         source = _upload_source(action, params)
-        return ToolResult(success=True, output=output, metadata={"untrusted_source": source} if source else {})
+        metadata: dict[str, Any] = {"untrusted_source": source} if source else {}
+        if action in LOOKUPS:
+            metadata[LOOKUP] = True
+        return ToolResult(success=True, output=output, metadata=metadata)
 
 
 def _named(raw: str, request: str) -> bool:
