@@ -134,10 +134,12 @@ class ScheduleRecallTool(Tool):
         if said.every:
             words, seconds = said.every[0]
             interval = params.get("interval_seconds")
-            if kind == "recurring" and isinstance(interval, int | float) and abs(interval - seconds) <= seconds * 0.1:
-                return None
+            start = self._ahead(params, allow_past=True)
+            if (kind == "recurring" and isinstance(interval, int | float) and abs(interval - seconds) <= seconds * 0.1
+                    and start is not None):
+                return None  # as asked (a start the parser cannot read, "every 60 minutes", is fixed below)
             fix: dict[str, Any] = {"call_type": "recurring", "interval_seconds": seconds}
-            if self._ahead(params, allow_past=True) is None:
+            if start is None:
                 fix["when"] = _duration_words(seconds)
             return Doubt(reason=f"the user asked for a repeat ({words!r}): call_type 'recurring', interval_seconds "
                                 f"{seconds}", fix=fix)

@@ -176,6 +176,20 @@ async def test_a_recurring_reminder_with_a_past_start_starts_one_interval_from_n
     assert timedelta(minutes=119) <= recall.trigger_at - asked <= timedelta(minutes=121)
 
 
+async def test_a_repeat_whose_start_the_parser_cannot_read_starts_one_interval_from_now(agent_env) -> None:
+    """The 1.5B wrote when "every 60 minutes" beside the right interval: the call failed and no reminder was set."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="every 60 minutes",
+                                       interval_seconds=3600, additional_context_message="Remind the user to drink."))
+    agent_env.fake.script(text="Every hour I'll remind you to drink some water.")
+    asked = timezone.now()
+    events = await agent_env.run("Every 60 minutes, remind me to drink some water.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], args["interval_seconds"], ok) == ("schedule_recall", "in 60 minutes", 3600, True)
+    recall = await _recall(agent_env)
+    assert timedelta(minutes=59) <= recall.trigger_at - asked <= timedelta(minutes=61)
+
+
 async def test_a_reminder_that_agrees_with_the_request_runs_as_written(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
