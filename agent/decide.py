@@ -172,6 +172,32 @@ def _case_variants(base: dict[str, Any], all_of: Any) -> list[dict[str, Any]] | 
     return variants
 
 
+def required_somewhere(parameters: Any) -> set[str]:
+    """The parameters some call must give: required, or required by a case (``allOf`` of if/then)."""
+    if not isinstance(parameters, dict):
+        return set()
+    needed = {str(n) for n in parameters.get("required") or ()}
+    for rule in parameters.get("allOf") or ():
+        then = rule.get("then") if isinstance(rule, dict) else None
+        if isinstance(then, dict):
+            needed |= {str(n) for n in then.get("required") or ()}
+    return needed
+
+
+def without_unsaid_numbers(arguments: dict[str, Any], parameters: Any, said: str) -> dict[str, Any]:
+    """``arguments`` without the optional numbers (limits, offsets, caps: each has a default) whose value the
+    user's words do not contain. The grammar never offers them (``grammar_parameters``); in its own calls the
+    0.5B model filled every one it read ("limit": 1 on a read returned the file's first line)."""
+    props = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(props, dict):
+        return arguments
+    needed = required_somewhere(parameters)
+    numbers = set(re.findall(r"\d+", said))
+    return {name: value for name, value in arguments.items()
+            if name in needed or not (isinstance(props.get(name), dict) and props[name].get("type") in ("integer", "number"))
+            or not isinstance(value, int | float) or isinstance(value, bool) or str(value).removesuffix(".0") in numbers}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepDecision:
     """A constrained call (validated), or ``problem`` when it could not be used (no call: answer instead)."""

@@ -51,6 +51,7 @@ from agent.decide import (
     described_call,
     descriptions,
     parse_decision,
+    without_unsaid_numbers,
 )
 from agent.decide import repair_note as decision_repair_note
 from agent.domains import PROFILES, TOOLS, close_domains
@@ -320,6 +321,11 @@ class Agent:
             decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
+            if state.small and state.on("doubts") and decision.calls:
+                said = _said(turn, state)
+                decision = dataclasses.replace(decision, calls=[
+                    dataclasses.replace(c, arguments=without_unsaid_numbers(c.arguments, plan.parameters(c.name), said))
+                    for c in decision.calls])
             doubt = self._doubt(registry, turn, state, decision.calls)
             if doubt is not None and doubt.fix is not None:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
@@ -506,10 +512,7 @@ class Agent:
         doubt = getattr(registry, "doubt", None)  # a ToolSet from before the port had it knows no doubts
         if call is None or doubt is None:
             return None
-        # The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes").
-        said = [turn.goal, *(m.content or "" for m in turn.history[state.start:]
-                             if m.role == "user" and not (m.metadata or {}).get("synthetic"))]
-        return doubt(call.name, call.arguments, "\n".join(dict.fromkeys(said)))
+        return doubt(call.name, call.arguments, _said(turn, state))
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
@@ -712,6 +715,13 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _said(turn: Turn, state: LoopState) -> str:
+    """The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes")."""
+    said = [turn.goal, *(m.content or "" for m in turn.history[state.start:]
+                         if m.role == "user" and not (m.metadata or {}).get("synthetic"))]
+    return "\n".join(dict.fromkeys(said))
+
+
 def _lookup(history: Sequence[ChatMessage], call_id: str) -> bool:
     """The result of call ``call_id`` only looked (``ports.LOOKUP``): where a file is, not what it says."""
     message = next((m for m in reversed(history) if m.role == "tool" and m.tool_call_id == call_id), None)

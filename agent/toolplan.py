@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.decide import first_sentence, without_grammar_patterns
+from agent.decide import first_sentence, required_somewhere, without_grammar_patterns
 from agent.llm.base import ChatMessage
 
 FIND_TOOLS = "find_tools"
@@ -98,23 +98,11 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     parameters = function.get("parameters")
     if not isinstance(parameters, dict) or not isinstance(parameters.get("properties"), dict):
         return compact
-    needed = _required_somewhere((schema.get("function") or {}).get("parameters"))
+    needed = required_somewhere((schema.get("function") or {}).get("parameters"))
     function["parameters"] = {**parameters, "properties": {
         name: prop if name in needed or not isinstance(prop, dict) else {k: v for k, v in prop.items() if k != "description"}
         for name, prop in parameters["properties"].items()}}
     return {**compact, "function": function}
-
-
-def _required_somewhere(parameters: Any) -> set[str]:
-    """The parameters some call must give: required, or required by a case (``allOf`` of if/then)."""
-    if not isinstance(parameters, dict):
-        return set()
-    needed = {str(n) for n in parameters.get("required") or ()}
-    for rule in parameters.get("allOf") or ():
-        then = rule.get("then") if isinstance(rule, dict) else None
-        if isinstance(then, dict):
-            needed |= {str(n) for n in then.get("required") or ()}
-    return needed
 
 
 def _compact_parameters(parameters: Any) -> Any:

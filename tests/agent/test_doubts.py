@@ -350,3 +350,23 @@ async def test_a_doubt_without_a_fix_gets_the_call_written_again_told_why(agent_
     regenerated = agent_env.requests()[1]["messages"]
     assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
     assert '"celsius": 250' in regenerated[-2]["content"] and "hotter than 100" in regenerated[-1]["content"]
+
+
+async def test_optional_numbers_nobody_said_are_left_to_their_defaults(agent_env, settings) -> None:
+    """The 0.5B wrote every parameter it read: "limit": 1 on a read returned the file's first line only."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text("Quarterly report\nAuthor: Ana Beltran\n")
+    await constrained(agent_env, enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt", offset=0, limit=1,
+                                       max_bytes=1000000))
+    agent_env.fake.script(text="Ana Beltran wrote it.")
+    events = await agent_env.run("Who wrote report.txt?")
+    [(tool, args, ok)] = calls(events)
+    assert args == {"action": "read", "path": "report.txt"} and ok
+    assert "Author: Ana Beltran" in next(e for e in events if e["type"] == "tool_call")["result"]
+    # A number the user said stays.
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt", limit=1))
+    agent_env.fake.script(text="It says: Quarterly report.")
+    events = await agent_env.run("Show me the first 1 line of report.txt")
+    assert calls(events)[0][1] == {"action": "read", "path": "report.txt", "limit": 1}
