@@ -15,7 +15,8 @@ None of them looks at the wording of a request: they act on what the model did.
   the model is then ordered to answer;
 - [nudges] after tool results, a one-line nudge to answer when the results suffice;
 - [answer_after_success] for a model that does not call tools natively: once every call of a step
-  succeeded and no todo step is open, the next step is the answer;
+  succeeded and no todo step is open, the next step is the answer (not after a step that only looked:
+  a listing or a file's size is no answer to what a file says, ``agent.ports.LOOKUP``);
 - [todo_progress] for such a model: a successful call (other than ``todo``) marks the first open
   todo step done, and the nudge names the next open step; a list it set in this turn is not set
   again (told the next step, the 0.5B rewrote the list as that one step), and it answers instead;
@@ -30,7 +31,9 @@ None of them looks at the wording of a request: they act on what the model did.
   the request does not name is a guess — not run, no card, the model is told what is there (once;
   a second guess, and it answers); an argument the words contradict by the tool's own grammar (a
   reminder "in 3 minutes" set for 17:00, or to run now) is set as the words say, when they say it
-  exactly (the tool's ``fix``), else written again under the schema, told why;
+  exactly (the tool's ``fix``), else written again under the schema, told why; and for any tool,
+  optional numbers whose value the user did not say are left to their defaults
+  (``decide.without_unsaid_numbers``, as the grammar leaves them out);
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
   tool call is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.

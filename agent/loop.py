@@ -375,6 +375,20 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
                                            metadata={"synthetic": True}), buffer="context")
                 continue
+            if (not decision.calls and not decision.replaced and state.constrained and allow
+                    and "filesystem" in plan.callable and _still_unread(turn, state)
+                    and names_a_file(decision.content, turn.named_files)):
+                # Told the file was not read, the model answered about it again ("you can use the filesystem tool
+                # to read it", the 1.5B): the read is generated under the filesystem tool's schema, as the note said.
+                log.info("unread_file_read", files=list(turn.named_files))
+                step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                                          tools=["filesystem"])
+                if turn.stop_event.is_set():
+                    turn.outcome = "stopped"
+                    yield StreamStopped()
+                    return
+                if step is not None and step.call is not None:
+                    decision = Decision(calls=[step.call], content="", from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else poor_answer(

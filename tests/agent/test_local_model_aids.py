@@ -257,14 +257,34 @@ async def test_told_once_a_second_unread_answer_is_replaced_and_a_model_calling_
     await agent_env.set_profile(tool_calling="constrained")
     agent_env.fake.script(text="report.txt was written by Navi.")
     agent_env.fake.script(text="I think Navi wrote report.txt.")
+    agent_env.fake.script(text="not a call")  # the read generated under the schema fails twice
+    agent_env.fake.script(text="still not a call")
     events = await agent_env.run("Who wrote report.txt?")
     assert "Navi" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert events[-1]["content"] == "I have not read report.txt, so I cannot tell you what it says. Ask me again to read it."
-    assert len(agent_env.requests()) == 2
+    assert len(agent_env.requests()) == 4
     await agent_env.set_profile(tool_calling="native")
     agent_env.fake.script(text="Probably Navi.")
     events = await agent_env.run("And who wrote report.txt, again?")
-    assert events[-1]["content"] == "Probably Navi." and len(agent_env.requests()) == 3
+    assert events[-1]["content"] == "Probably Navi." and len(agent_env.requests()) == 5
+
+
+async def test_told_once_a_second_unread_answer_gets_the_read_made(agent_env) -> None:
+    """The 1.5B, told it had not read report.txt, answered "you can use the filesystem tool to read the file":
+    the read the note asked for is generated under the filesystem tool's schema."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="report.txt was written by Navi.")
+    agent_env.fake.script(text="To find who wrote report.txt, you can use the filesystem tool to read it.")
+    agent_env.fake.script(text=json.dumps({"tool": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [(e["tool"], e["args"], e["success"]) for e in events if e["type"] == "tool_call"] == [
+        ("filesystem", {"action": "read", "path": "report.txt"}, True)]
+    assert "filesystem tool" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+    grammar = agent_env.fake.schema_of(agent_env.fake.chat_requests[2])
+    assert [b["properties"]["tool"]["const"] for b in grammar["anyOf"]] == ["filesystem"]
 
 
 async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -> None:
