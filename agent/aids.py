@@ -32,8 +32,8 @@ None of them looks at the wording of a request: they act on what the model did.
   a second guess, and it answers); an argument the words contradict by the tool's own grammar (a
   reminder "in 3 minutes" set for 17:00, or to run now) is set as the words say, when they say it
   exactly (the tool's ``fix``), else written again under the schema, told why; and for any tool,
-  optional numbers whose value the user did not say are left to their defaults
-  (``decide.without_unsaid_numbers``, as the grammar leaves them out);
+  optional numbers and optional choices (enumerated values) the user did not say are left to their
+  defaults (``decide.without_unsaid_options``);
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
   tool call is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.
@@ -98,6 +98,7 @@ class LoopState:
     todo_set: bool = False  # the todo list was set by a call of this turn
     doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
+    looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -127,17 +128,18 @@ class LoopState:
                    advance: Callable[[str], None], *, looked: bool = False) -> None:
         """After a step's tools ran: (tool, success) of each call. A small model answers now when every
         call succeeded, no todo step is open and the step did more than look (``looked``: every result
-        was a lookup, ``agent.ports.LOOKUP``: a file's size is no answer to what it says); a success
-        advances the todo list."""
+        was a lookup, ``agent.ports.LOOKUP``: a file's size is no answer to what it says), or looked for
+        the second time in a row; a success advances the todo list."""
         if not self.small or not results or not all(ok for _, ok in results):
             return
+        self.looks = self.looks + 1 if looked else 0
         if self.on("todo_progress"):
             for tool, _ok in results:
                 if tool != "todo":
                     advance(tool)
-        if (self.on("answer_after_success") and not looked
+        if (self.on("answer_after_success") and self.looks != 1
                 and not any(s.get("status") not in ("done", "failed") for s in todo())):
-            self.force_answer = True
+            self.force_answer = True  # after a second look in a row too: looking around has no end
 
 
 # A list may be the user's own (steps no tool can do): "Do it now" alone made the 1.5B answer "To buy

@@ -184,18 +184,30 @@ def required_somewhere(parameters: Any) -> set[str]:
     return needed
 
 
-def without_unsaid_numbers(arguments: dict[str, Any], parameters: Any, said: str) -> dict[str, Any]:
-    """``arguments`` without the optional numbers (limits, offsets, caps: each has a default) whose value the
-    user's words do not contain. The grammar never offers them (``grammar_parameters``); in its own calls the
-    0.5B model filled every one it read ("limit": 1 on a read returned the file's first line)."""
+def without_unsaid_options(arguments: dict[str, Any], parameters: Any, said: str) -> dict[str, Any]:
+    """``arguments`` without the optional numbers (limits, offsets, caps) and optional choices (a value of an
+    enumeration: a profile, a policy) whose value the user's words do not contain: each has a default. The
+    grammar never offers the numbers (``grammar_parameters``); in its own calls the 0.5B model filled every
+    one it read ("limit": 1 on a read returned the file's first line) and gave a helper the profile
+    "secretary", whose model was not there."""
     props = parameters.get("properties") if isinstance(parameters, dict) else None
     if not isinstance(props, dict):
         return arguments
     needed = required_somewhere(parameters)
     numbers = set(re.findall(r"\d+", said))
-    return {name: value for name, value in arguments.items()
-            if name in needed or not (isinstance(props.get(name), dict) and props[name].get("type") in ("integer", "number"))
-            or not isinstance(value, int | float) or isinstance(value, bool) or str(value).removesuffix(".0") in numbers}
+    words = said.lower()
+
+    def unsaid(name: str, value: Any) -> bool:
+        prop = props.get(name)
+        if name in needed or not isinstance(prop, dict):
+            return False
+        if prop.get("type") in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value).removesuffix(".0") not in numbers
+        if isinstance(prop.get("enum"), list) and value in prop["enum"] and isinstance(value, str):
+            return value.lower() not in words  # one not offered is left to validation (the grammar's choice)
+        return False
+
+    return {name: value for name, value in arguments.items() if not unsaid(name, value)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,7 +51,7 @@ from agent.decide import (
     described_call,
     descriptions,
     parse_decision,
-    without_unsaid_numbers,
+    without_unsaid_options,
 )
 from agent.decide import repair_note as decision_repair_note
 from agent.domains import PROFILES, TOOLS, close_domains
@@ -69,6 +69,7 @@ from agent.events import (
     TurnThinking,
 )
 from agent.llm.base import ChatMessage, ConstraintsUnsupported, LLMBackend, LLMError, ToolCallRequest
+from agent.llm.http_common import new_call_id
 from agent.llm.registry import get_backend
 from agent.mechanics import Mechanics
 from agent.planner import make_plan
@@ -83,6 +84,7 @@ from agent.turn import Turn
 log = structlog.get_logger(__name__)
 
 SUBAGENT_EXCLUDED = frozenset({"spawn_agent", "switch_profile"})
+MAX_NAMED_READS = 3  # files a message names that Navi reads for a small model that would not (named_files)
 class AgentError(Exception):
     """A turn ended with an error event (run() raises it with the event's message)."""
 
@@ -321,11 +323,9 @@ class Agent:
             decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
-            if state.small and state.on("doubts") and decision.calls:
-                said = _said(turn, state)
-                decision = dataclasses.replace(decision, calls=[
-                    dataclasses.replace(c, arguments=without_unsaid_numbers(c.arguments, plan.parameters(c.name), said))
-                    for c in decision.calls])
+            if decision.calls:
+                decision = dataclasses.replace(decision, calls=[self._unsaid_dropped(c, plan, turn, state)
+                                                                for c in decision.calls])
             doubt = self._doubt(registry, turn, state, decision.calls)
             if doubt is not None and doubt.fix is not None:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
@@ -337,7 +337,8 @@ class Agent:
                 # invalid arguments cannot be produced.
                 # The tool the attempt named (or whose parameters it wrote) stays its choice: asked to choose
                 # again among every tool, the 0.5B chose almost blindly.
-                pointed = ([decision.calls[0].name] if contradicted and decision.calls
+                doubted = next((c for c in decision.calls if not c.arguments_error), None)
+                pointed = ([doubted.name] if contradicted and doubted is not None
                            else attempted_tools(call.text, decision.calls, plan.every))
                 step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
                                           contradicted=(call.text, doubt.reason) if doubt and contradicted else None,
@@ -349,7 +350,8 @@ class Agent:
                 if step is not None and step.call is None:
                     continue  # no usable call: the next step answers (force_answer is set)
                 if step is not None and step.call is not None:
-                    decision = Decision(calls=[step.call], content="", from_text=True)
+                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
+                                        from_text=True)
                     doubt = self._doubt(registry, turn, state, decision.calls)
             if doubt is not None and doubt.answer and decision.calls:
                 # A call resting on a guess (a file nobody named that is not there) is not run and shows no
@@ -375,20 +377,16 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
                                            metadata={"synthetic": True}), buffer="context")
                 continue
-            if (not decision.calls and not decision.replaced and state.constrained and allow
+            if (not decision.calls and not decision.replaced and state.small and allow
                     and "filesystem" in plan.callable and _still_unread(turn, state)
                     and names_a_file(decision.content, turn.named_files)):
                 # Told the file was not read, the model answered about it again ("you can use the filesystem tool
-                # to read it", the 1.5B): the read is generated under the filesystem tool's schema, as the note said.
+                # to read it", the 1.5B): the read the note asked for is made, of the files the user named (a read
+                # and nothing else: a call generated under the tool's schema could as well write).
                 log.info("unread_file_read", files=list(turn.named_files))
-                step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
-                                          tools=["filesystem"])
-                if turn.stop_event.is_set():
-                    turn.outcome = "stopped"
-                    yield StreamStopped()
-                    return
-                if step is not None and step.call is not None:
-                    decision = Decision(calls=[step.call], content="", from_text=True)
+                decision = Decision(calls=[ToolCallRequest(id=new_call_id(), name="filesystem",
+                                                           arguments={"action": "read", "path": name})
+                                           for name in turn.named_files[:MAX_NAMED_READS]], content="", from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else poor_answer(
@@ -466,8 +464,8 @@ class Agent:
         if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
                 and "filesystem" in names):
             return False
-        if _did_more_than_look(turn, state):
-            return False  # a file's size and date say nothing of what it says: a look does not count
+        if results(turn.history[state.start:]):
+            return False
         # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation
         # (a read's result begins "<path> (<size>)").
         return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
@@ -514,6 +512,16 @@ class Agent:
         finder = registry.schemas([FIND_TOOLS]) if FIND_TOOLS not in names else []
         return plan_tools(schemas, budget=budget, fixed_tokens=fixed, loaded=loaded_tools(turn.history),
                           finder=finder[0] if finder else None)
+
+    @staticmethod
+    def _unsaid_dropped(call: ToolCallRequest, plan: ToolPlan, turn: Turn, state: LoopState) -> ToolCallRequest:
+        """A small model's ``call`` without the optional numbers and choices that neither the user nor a tool
+        result of the conversation said (an id a search found, "read again with offset=40") (``doubts``)."""
+        if not (state.small and state.on("doubts")):
+            return call
+        seen = "\n".join(m.content or "" for m in turn.history if m.role == "tool")
+        kept = without_unsaid_options(call.arguments, plan.parameters(call.name), f"{_said(turn, state)}\n{seen}")
+        return call if kept == call.arguments else dataclasses.replace(call, arguments=kept)
 
     @staticmethod
     def _doubt(registry: ports.ToolSet, turn: Turn, state: LoopState,
@@ -742,14 +750,9 @@ def _lookup(history: Sequence[ChatMessage], call_id: str) -> bool:
     return message is not None and bool((message.metadata or {}).get(ports.LOOKUP))
 
 
-def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
-    """A tool of this turn gave a result that is not a lookup (``ports.LOOKUP``), failed ones included."""
-    return any(not (m.metadata or {}).get(ports.LOOKUP) for m in results(turn.history[state.start:]))
-
-
 def _still_unread(turn: Turn, state: LoopState) -> bool:
     """Told that the file the user named was not read, the model has not read it yet."""
-    return state.unread_told and not _did_more_than_look(turn, state)
+    return state.unread_told and not results(turn.history[state.start:])
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:

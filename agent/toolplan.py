@@ -7,8 +7,9 @@ token of them costs time before the first word of a new conversation. A profile'
 1. the tools' definitions as they are, when they fit;
 2. else compact definitions (``compact_schema``: first sentence of each description, short
    parameter descriptions), when those fit;
-3. else lean definitions (``lean_schema``: compact, and the parameters no call requires named with
-   their type but not described: limits, options, caps), when those fit: every tool stays in the
+3. else lean definitions (``lean_schema``: compact, and the optional numbers, flags and choices among
+   listed values named with their type and values but not described: limits, caps, policies), when
+   those fit: every tool stays in the
    request, where a model sees it, rather than behind ``find_tools`` (a small model never looked
    there: the ``local_small`` profile's todo and helper tools were out of sight by 70 tokens);
 4. else lean definitions of the tools in the profile's order while they fit, and the rest
@@ -91,8 +92,10 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``compact_schema``, and the parameters that no call requires (neither ``required`` nor required by a
-    case of ``allOf``) keep their name, type and values but lose their description."""
+    """``compact_schema``, and the optional parameters whose type or values say what they are (numbers,
+    flags, a choice among listed values: limits, caps, policies; no call requires them, by itself or in a
+    case of ``allOf``) keep their name, type and values but lose their description. A path's, a format's
+    or a text's description stays."""
     compact = compact_schema(schema)
     function = dict(compact["function"])
     parameters = function.get("parameters")
@@ -100,9 +103,18 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         return compact
     needed = required_somewhere((schema.get("function") or {}).get("parameters"))
     function["parameters"] = {**parameters, "properties": {
-        name: prop if name in needed or not isinstance(prop, dict) else {k: v for k, v in prop.items() if k != "description"}
-        for name, prop in parameters["properties"].items()}}
+        name: {k: v for k, v in prop.items() if k != "description"} if name not in needed and _self_explained(prop)
+        else prop for name, prop in parameters["properties"].items()}}
     return {**compact, "function": function}
+
+
+def _self_explained(prop: Any) -> bool:
+    if not isinstance(prop, dict):
+        return False
+    items = prop.get("items")
+    items = items if isinstance(items, dict) else {}
+    return (prop.get("type") in ("integer", "number", "boolean") or isinstance(prop.get("enum"), list)
+            or isinstance(items.get("enum"), list))
 
 
 def _compact_parameters(parameters: Any) -> Any:
@@ -126,7 +138,7 @@ def plan_tools(schemas: list[dict[str, Any]], *, budget: int, fixed_tokens: int,
 
     ``fixed_tokens``: the rest of the prompt (persona, profile prompt); ``finder``: the
     ``find_tools`` definition, needed when some tools must wait; ``loaded``: tools a
-    ``find_tools`` call of this session already loaded (sent whole, after the others)."""
+    ``find_tools`` call of this session already loaded (sent after the others, in the same form)."""
     finder_name = (finder or {}).get("function", {}).get("name")
     every = [s for s in schemas if s["function"]["name"] != finder_name]  # for the grammar: patterns kept
     readable = without_grammar_patterns(schemas)  # what the model reads

@@ -30,7 +30,7 @@ async def test_profile_ids_are_an_enum_for_the_model_and_for_the_grammar(agent_e
                                            "arguments": {"task": "count the plants", "profile_id": "gardener"}}))
     agent_env.fake.script(text="There are 3 plants.")  # the subagent
     agent_env.fake.script(text="The helper counted 3 plants.")
-    events = await agent_env.run("have a helper count the plants")
+    events = await agent_env.run("have the gardener helper count the plants")
     ran = [(e["tool"], e["args"]) for e in events if e["type"] == "tool_call" and not e.get("is_subagent")]
     assert ran == [("spawn_agent", {"task": "count the plants", "profile_id": "gardener"})]  # "user" never ran
     first, constrained = agent_env.fake.chat_requests[:2]

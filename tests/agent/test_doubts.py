@@ -370,3 +370,33 @@ async def test_optional_numbers_nobody_said_are_left_to_their_defaults(agent_env
     agent_env.fake.script(text="It says: Quarterly report.")
     events = await agent_env.run("Show me the first 1 line of report.txt")
     assert calls(events)[0][1] == {"action": "read", "path": "report.txt", "limit": 1}
+
+
+async def test_an_optional_choice_nobody_said_is_left_to_its_default(agent_env) -> None:
+    """The 0.5B gave its helper the profile "secretary", whose model was not there: the helper failed."""
+    await constrained(agent_env, enabled_tools=["spawn_agent", "todo"])
+    agent_env.fake.script(text=as_text("spawn_agent", task="Say which day it is.", profile_id="secretary"))
+    agent_env.fake.script(text="It is Friday.")  # the helper, on this chat's own profile
+    agent_env.fake.script(text="Your helper says it is Friday.")
+    events = await agent_env.run("Have a helper tell me which day it is.")
+    spawned = [(args, ok) for tool, args, ok in calls(events) if tool == "spawn_agent"]
+    assert spawned == [({"task": "Say which day it is."}, True)]
+    assert events[-1]["content"] == "Your helper says it is Friday."
+
+
+async def test_a_number_a_tool_result_gave_is_kept(agent_env, settings) -> None:
+    """"read again with offset=2 to continue": the offset came from the tool, not from the user."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "big.txt").write_text("one\ntwo\nthree\nfour\n")
+    await constrained(agent_env, enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="big.txt", limit=2))
+    agent_env.fake.script(text="It starts: one, two.")
+    events = await agent_env.run("Read big.txt to me, 2 lines at a time.")
+    assert "offset=2" in next(e for e in events if e["type"] == "tool_call")["result"]
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="big.txt", offset=2))
+    agent_env.fake.script(text="Then: three, four.")
+    events = await agent_env.run("Go on.")
+    [(_tool, args, ok)] = calls(events)
+    assert args == {"action": "read", "path": "big.txt", "offset": 2} and ok
+    assert "three" in next(e for e in events if e["type"] == "tool_call")["result"]
