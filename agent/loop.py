@@ -464,8 +464,8 @@ class Agent:
         if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
                 and "filesystem" in names):
             return False
-        if results(turn.history[state.start:]):
-            return False
+        if _did_more_than_look(turn, state):
+            return False  # a file's size and date say nothing of what it says: a look does not count
         # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation
         # (a read's result begins "<path> (<size>)").
         return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
@@ -683,6 +683,9 @@ class Agent:
         if passage.run and refusal is None:
             await passage.done(outcome.success, outcome.text)
         meta = {k: v for k, v in outcome.metadata.items() if k != "base64"}
+        looks = getattr(registry, "looks", None)  # a ToolSet from before the port had it: no call only looks
+        if looks is not None and looks(tc.name, tc.arguments):
+            meta[ports.LOOKUP] = True
         await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name, content=outcome.text, metadata=meta))
         if outcome.metadata.get("is_image") and outcome.metadata.get("base64"):
             # The image reaches the model as a synthetic user message in the context only.
@@ -750,9 +753,14 @@ def _lookup(history: Sequence[ChatMessage], call_id: str) -> bool:
     return message is not None and bool((message.metadata or {}).get(ports.LOOKUP))
 
 
+def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
+    """A call of this turn did more than look (``ports.LOOKUP``), whether it succeeded or not."""
+    return any(not (m.metadata or {}).get(ports.LOOKUP) for m in results(turn.history[state.start:]))
+
+
 def _still_unread(turn: Turn, state: LoopState) -> bool:
     """Told that the file the user named was not read, the model has not read it yet."""
-    return state.unread_told and not results(turn.history[state.start:])
+    return state.unread_told and not _did_more_than_look(turn, state)
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:

@@ -44,9 +44,9 @@ class ToolOutput(Protocol):
     def for_model(self) -> str: ...
 
 
-# A key of ``ToolOutput.metadata``: the result says where things are or that they exist (a listing, a
-# file's size and date), not what they say. A small model is not ordered to answer after it, and a file
-# it named is not counted as read: the 1.5B answered "who wrote report.txt?" with the file's date.
+# A key of a tool result's metadata (``ToolSet.looks``): the call only looked, whether it succeeded or
+# not. A small model is not ordered to answer after its first look, and a file it looked at is not
+# counted as read: the 1.5B answered "who wrote report.txt?" with the file's date.
 LOOKUP = "lookup"
 
 
@@ -86,6 +86,11 @@ class ToolSet(Protocol):
     def doubt(self, name: str, args: dict[str, Any], request: str) -> Doubt | None:
         """Why the call ``name(args)`` does not do what ``request`` (the user's words) asks, judged by the
         tool itself before it runs (None: nothing to say)."""
+        ...
+
+    def looks(self, name: str, args: dict[str, Any]) -> bool:
+        """The call only looks: it says where things are or that they exist (a listing, a file's size and
+        date), not what they say (recorded as ``LOOKUP`` in its result's metadata)."""
         ...
 
 

@@ -64,6 +64,10 @@ class Tool(ABC):
         the tool itself knows (its files, its time grammar), never the wording of particular requests."""
         return None
 
+    def looks(self, params: dict[str, Any]) -> bool:
+        """This call only looks: where things are or that they exist, not what they say (``agent.ports.LOOKUP``)."""
+        return False
+
     def schema(self) -> dict[str, Any]:
         """The JSON-schema tool definition sent to the model."""
         return {

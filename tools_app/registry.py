@@ -292,6 +292,15 @@ class ToolRegistry:
             log.warning("tool_doubt_failed", tool=name, exc_info=True)
             return None
 
+    def looks(self, name: str, args: dict[str, Any]) -> bool:
+        """The tool's own word on whether the call only looks (``Tool.looks``)."""
+        tool = self.get(name)
+        try:
+            return bool(tool is not None and isinstance(args, dict) and tool.looks(args))
+        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
+            log.warning("tool_looks_failed", tool=name, exc_info=True)
+            return False
+
     def _refusal(self, name: str, tool: Tool | None, allowed: set[str] | None) -> str | None:
         available = [n for n in self.names() if allowed is None or n in allowed]
         if tool is None:

@@ -336,14 +336,21 @@ async def test_after_a_look_at_a_file_a_small_model_may_still_read_it(agent_env)
     assert "Answer the user now" in agent_env.requests()[-1]["messages"][-1]["content"]
 
 
-async def test_an_answer_after_a_look_reaches_the_user(agent_env) -> None:
-    """How big a file is, whether it exists: the look is the answer, and a look counts as looking at it."""
+async def test_an_answer_after_a_look_reaches_the_user_once_the_file_was_read(agent_env) -> None:
+    """A look is no read, failed or not ("report.txt: whose report is that?" — the 1.5B listed the file, then
+    answered from the error): the answer is held, and answered about the file again, Navi reads it. An answer
+    that a look gave (its size) still reaches the user, after that read."""
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")
-    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "stat", "path": "report.txt"}}))
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "list", "path": "report.txt"}}))
+    agent_env.fake.script(text="report.txt is not a directory.")  # held: nothing read yet
+    agent_env.fake.script(text="report.txt is 33 B.")  # about the file again: Navi reads it
     agent_env.fake.script(text="report.txt is 33 B.")
     events = await agent_env.run("How big is report.txt?")
-    assert events[-1]["content"] == "report.txt is 33 B." and len(agent_env.requests()) == 2
+    assert [(e["args"]["action"], e["success"]) for e in events if e["type"] == "tool_call"] == [
+        ("list", False), ("read", True)]
+    assert "".join(e["delta"] for e in events if e["type"] == "stream_delta") == "report.txt is 33 B."
+    assert events[-1]["content"] == "report.txt is 33 B."
 
 
 async def test_looking_around_ends_in_an_answer(agent_env) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from agent.ports import LOOKUP, Doubt
+from agent.ports import Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.paths import check_links, is_root, open_nofollow, resolve_path, session_dir
 from tools_app.safety.permissions import require_staff
@@ -45,7 +45,7 @@ _MAGIC = {
 }
 ACTIONS = ("read", "write", "append", "list", "mkdir", "delete", "move", "stat", "exists", "search")
 WRITE_ACTIONS = frozenset({"write", "append", "mkdir", "delete", "move"})
-LOOKUPS = frozenset({"list", "stat", "exists", "search"})  # where files are, not what they say (agent.ports.LOOKUP)
+LOOKUPS = frozenset({"list", "stat", "exists", "search"})  # where files are, not what they say (Tool.looks)
 
 
 def _human(size: int) -> str:
@@ -368,6 +368,9 @@ class FilesystemTool(Tool):
     dangerous = False
     untrusted_output = True
 
+    def looks(self, params: dict[str, Any]) -> bool:
+        return str(params.get("action", "")) in LOOKUPS
+
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A look at a path that is not there and that the request does not name is a guess (Qwen 1.5B
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
@@ -391,10 +394,7 @@ class FilesystemTool(Tool):
         output = await asyncio.to_thread(run_action, action, params)
         log.info("filesystem.action", action=action)
         source = _upload_source(action, params)
-        metadata: dict[str, Any] = {"untrusted_source": source} if source else {}
-        if action in LOOKUPS:
-            metadata[LOOKUP] = True
-        return ToolResult(success=True, output=output, metadata=metadata)
+        return ToolResult(success=True, output=output, metadata={"untrusted_source": source} if source else {})
 
 
 def _named(raw: str, request: str) -> bool:
