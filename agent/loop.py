@@ -231,6 +231,8 @@ class Agent:
                         goal=user_message, memory=memory, emit=False, subagent=True, persistent=False,
                         excluded_tools=SUBAGENT_EXCLUDED, guard=guard)
             await turn.add(ChatMessage(role="user", content=user_message))
+            # A helper works in its parent's folder: the files its task names are noted there (named_files).
+            turn.named_files = tuple(name for name, _size in await _named_files(turn, user_message))
             limit = timeout or float(profile.subagent_timeout_seconds)
             try:
                 async with asyncio.timeout(limit) as deadline:
@@ -821,7 +823,7 @@ def _aids_on(profile: ProfileSpec) -> bool:
 async def _named_files(turn: Turn, text: str) -> list[tuple[str, int]]:
     """The files of the working directory ``text`` names, for the ``named_files`` aid ([] when it is off)."""
     workspace = ports.workspace()
-    if (workspace is None or turn.subagent or not _aids_on(turn.profile)
+    if (workspace is None or not _aids_on(turn.profile)
             or "named_files" in turn.profile.local_model_aids_off):
         return []
     try:

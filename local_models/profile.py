@@ -41,7 +41,9 @@ def profile_defaults(*, alias: str, aids: bool = True, constrained: bool = True)
         "system_prompt": SYSTEM_PROMPT,
         "subagent_system_prompt": SUBAGENT_PROMPT,
         "enabled_tools": list(TOOLS),
-        "subagent_tools": ["get_current_datetime", "filesystem", "user_notes", "memory_search"],
+        # No memory_search for the helper either (the memory block reaches it too): asked to "look up the
+        # magic number in facts.txt", the 1.5B's helper searched the memory and never opened the file.
+        "subagent_tools": ["get_current_datetime", "filesystem", "user_notes"],
         "model": alias,
         "llm_backend": "openai",
         "temperature": 0.0,

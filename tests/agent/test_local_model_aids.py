@@ -364,3 +364,21 @@ async def test_looking_around_ends_in_an_answer(agent_env) -> None:
     events = await agent_env.run("What do I have here?")
     assert [e["args"]["action"] for e in events if e["type"] == "tool_call"] == ["list", "list"]
     assert events[-1]["content"] == "You have report.txt, other.txt and notes/plan.md."
+
+
+async def test_a_helper_answering_about_a_file_its_task_names_without_reading_it_is_told_too(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["spawn_agent", "filesystem"],
+                                subagent_tools=["filesystem"])
+    agent_env.fake.script(text=json.dumps({"name": "spawn_agent", "arguments": {"task": "Who wrote report.txt?"}}))
+    agent_env.fake.script(text="report.txt was written by Navi.")  # the helper, from imagination: held
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    agent_env.fake.script(text="Your helper says someone wrote it.")
+    events = await agent_env.run("Have a helper find out who wrote report.txt.")
+    helper = [(e["tool"], e["args"].get("action"), e["success"]) for e in events
+              if e["type"] == "tool_call" and e.get("is_subagent")]
+    assert helper == [("filesystem", "read", True)]
+    spawned = next(e for e in events if e["type"] == "tool_call" and e["tool"] == "spawn_agent")
+    assert spawned["result"] == "It was written by someone." and "Navi" not in spawned["result"]
+    assert events[-1]["content"] == "Your helper says someone wrote it."
