@@ -36,7 +36,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agent.llm.base import ChatMessage, ToolCallRequest
-from agent.llm.http_common import new_call_id
+from agent.llm.http_common import new_call_id, parse_arguments
+from agent.textcalls import ARG_KEYS, CALL_KEYS, NAME_KEYS
 
 # The instruction at the end of a constrained call's request (never stored: the conversation before it is
 # the prompt prefix the server has cached).
@@ -323,11 +324,6 @@ def described_call(text: str, names: set[str]) -> bool:
                                                    for n in names)
 
 
-# Keys an attempt names its tool with, and keys its arguments sit under (textcalls accepts the same).
-_NAME_KEYS = ("name", "tool", "tool_name", "function")
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
-
-
 def attempted_tools(text: str, calls: Sequence[ToolCallRequest], schemas: Sequence[dict[str, Any]]) -> list[str]:
     """The offered tools (``schemas``) an attempt to call that cannot run as written points at: the tool it
     names, or else the tools of which its arguments are a valid call (each one of the tool's parameters).
@@ -373,17 +369,13 @@ def _attempts_in(text: str) -> list[tuple[str, dict[str, Any]]]:
         value = next((v for v in value if isinstance(v, dict)), None)
     if not isinstance(value, dict):
         return []
-    name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
     if isinstance(value.get("function"), dict):  # the OpenAI shape {"type": "function", "function": {...}}
         return _attempts_in(json.dumps(value["function"]))
-    arguments = next((value[k] for k in _ARGUMENT_KEYS if k in value), None)
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            arguments = None
-    if not isinstance(arguments, dict):  # the arguments beside the name ({"name": "t", "when": …})
-        arguments = {k: v for k, v in value.items() if k not in (*_NAME_KEYS, *_ARGUMENT_KEYS, "id", "type")}
+    name = next((value[k] for k in (*NAME_KEYS, "function") if isinstance(value.get(k), str)), None)
+    raw = next((value[k] for k in ARG_KEYS if k in value), None)
+    arguments, problem = parse_arguments(name or "", raw)
+    if raw is None or problem:  # the arguments beside the name ({"name": "t", "when": …})
+        arguments = {k: v for k, v in value.items() if k not in CALL_KEYS and k != "function"}
     return [(name or "", arguments)] if name is not None or arguments else []
 
 

@@ -437,7 +437,7 @@ class Agent:
                         outcomes.append((tc.name, ev.success))
                         state.ran(tc, ev.success and refusal is None)
                     yield ev
-                looked.append(_lookup(turn.history, tc.id))
+                looked.append(_only_looks(registry, tc))
             state.previous_calls = {canonical(c) for c in decision.calls}
             state.repeats = state.repeats + 1 if repeated else 0
             state.force_answer = state.force_answer or state.repeats >= 1
@@ -685,8 +685,7 @@ class Agent:
         if passage.run and refusal is None:
             await passage.done(outcome.success, outcome.text)
         meta = {k: v for k, v in outcome.metadata.items() if k != "base64"}
-        looks = getattr(registry, "looks", None)  # a ToolSet from before the port had it: no call only looks
-        if looks is not None and looks(tc.name, tc.arguments):
+        if _only_looks(registry, tc):
             meta[ports.LOOKUP] = True
         await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name, content=outcome.text, metadata=meta))
         if outcome.metadata.get("is_image") and outcome.metadata.get("base64"):
@@ -749,10 +748,10 @@ def _said(turn: Turn, state: LoopState) -> str:
     return "\n".join(dict.fromkeys(said))
 
 
-def _lookup(history: Sequence[ChatMessage], call_id: str) -> bool:
-    """The result of call ``call_id`` only looked (``ports.LOOKUP``): where a file is, not what it says."""
-    message = next((m for m in reversed(history) if m.role == "tool" and m.tool_call_id == call_id), None)
-    return message is not None and bool((message.metadata or {}).get(ports.LOOKUP))
+def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
+    """The call only looks (``ToolSet.looks``): where a file is, not what it says."""
+    looks = getattr(registry, "looks", None)  # a ToolSet from before the port had it: no call only looks
+    return looks is not None and bool(looks(call.name, call.arguments))
 
 
 def _did_more_than_look(turn: Turn, state: LoopState) -> bool:

@@ -9,9 +9,9 @@ token of them costs time before the first word of a new conversation. A profile'
    parameter descriptions), when those fit;
 3. else lean definitions (``lean_schema``: compact, and the optional numbers, flags and choices among
    listed values named with their type and values but not described: limits, caps, policies), when
-   those fit: every tool stays in the
-   request, where a model sees it, rather than behind ``find_tools`` (a small model never looked
-   there: the ``local_small`` profile's todo and helper tools were out of sight by 70 tokens);
+   those fit: every tool stays in the request, where a model sees it, rather than behind
+   ``find_tools`` (a small model never looked there: the ``local_small`` profile's todo and helper
+   tools were out of sight by 70 tokens);
 4. else lean definitions of the tools in the profile's order while they fit, and the rest
    *on demand*: named, with one line each, in the description of ``find_tools``, which gives a
    model their full definitions. A model that calls tools natively gets the tools it loaded that
