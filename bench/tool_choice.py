@@ -162,12 +162,10 @@ def every_tool() -> list[dict[str, Any]]:
 
 def constrained(client: httpx.Client, url: str, request: dict[str, Any], tools: list[dict[str, Any]]) -> str | None:
     """The call Navi generates under the schema of the offered tools (agent.decide)."""
-    from agent.decide import CALL, call_schema, first_sentence
+    from agent.decide import call_messages, call_schema
 
-    menu = "; ".join(f"{t['function']['name']}: {first_sentence(str(t['function'].get('description') or ''), 90)}"
-                     for t in tools)
-    now = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
-    messages = [*request["messages"], {"role": "system", "content": f"{CALL} The tools: {menu} The time now is {now}."}]
+    instruction = call_messages([], tools=tools)[-1]  # the loop's own instruction, menu and time now
+    messages = [*request["messages"], {"role": "system", "content": instruction.content}]
     body = {**request, "messages": messages, "stream": False, "max_tokens": 200, "temperature": 0,
             "response_format": {"type": "json_object", "schema": call_schema(tools)}}
     body.pop("stream_options", None)
@@ -176,9 +174,6 @@ def constrained(client: httpx.Client, url: str, request: dict[str, Any], tools: 
     except ValueError:
         return None
     return value.get("tool") if isinstance(value, dict) else None
-
-
-STRATEGIES = ("navi",)
 
 
 def run(args: argparse.Namespace) -> None:
