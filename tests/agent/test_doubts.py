@@ -400,3 +400,22 @@ async def test_a_number_a_tool_result_gave_is_kept(agent_env, settings) -> None:
     [(_tool, args, ok)] = calls(events)
     assert args == {"action": "read", "path": "big.txt", "offset": 2} and ok
     assert "three" in next(e for e in events if e["type"] == "tool_call")["result"]
+
+
+async def test_a_tool_whose_look_check_breaks_still_runs_and_the_turn_ends(agent_env) -> None:
+    """Tool.looks is the tool's own code (a user tool's too): when it raises, the call counts as more than a
+    look, the tool runs, and the user gets the answer."""
+    from tools_app.base import Tool
+    from tools_app.registry import get_registry
+
+    def broken(self, params):
+        raise RuntimeError("looks is broken")
+
+    kettle = type("BrokenKettle", (_Kettle, Tool), {"looks": broken})()
+    get_registry().register_builtin(kettle)
+    await constrained(agent_env, enabled_tools=["kettle", "todo"])
+    agent_env.fake.script(text=as_text("kettle", celsius=80))
+    agent_env.fake.script(text="Boiled to 80 °C.")
+    events = await agent_env.run("Boil water to 80 degrees.")
+    assert calls(events) == [("kettle", {"celsius": 80}, True)]
+    assert events[-1]["type"] == "stream_end" and events[-1]["content"] == "Boiled to 80 °C."
