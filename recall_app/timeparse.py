@@ -125,8 +125,19 @@ _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
-# "every hour", "every 2 hours"; not "every second week" (an ordinal).
-_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)")
+# "every hour", "every 2 hours", "each day"; not "every second week" (an ordinal).
+_SAID_EVERY_RE = re.compile(rf"\b(?:every|each)\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)")
+# The other everyday ways to say a repeat: "once an hour", "twice a day", "3 times a week", "every other
+# day", and the adverb "hourly" / "daily" / "weekly" where it says how often something is done ("remind me
+# hourly to drink", "check it daily."), not where it names a kind of thing ("my hourly rate", "the weekly
+# report": a word follows that is not one of the few that go on a sentence after an adverb).
+_SAID_RATE_RE = re.compile(
+    r"\b(?:(?P<count>once|twice|thrice|\d+\s+times|(?:two|three|four|five|six)\s+times)\s+(?:a|an|per|each|every)\s+"
+    r"(?P<per>minute|hour|day|week)|every\s+other\s+(?P<other>minute|hour|day|week)|"
+    r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|at|from|until|till|starting|and|please|for|"
+    r"from\s+now|on|then)\b)))\b")
+_ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
+_COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
 _ANY_DURATION_RE = re.compile(_SAID_PART)
 # What makes a time said relative to something else, or only part of one.
@@ -154,7 +165,9 @@ def said_times(text: str) -> SaidTimes:
         plain = plain and not _QUALIFIED_RE.match(said, match.end())
         if seconds:
             every.append((match.group(0), seconds))
-    rest = _SAID_EVERY_RE.sub(" ", said)
+    for match in _SAID_RATE_RE.finditer(said):
+        every.append((match.group(0), _rate_seconds(match)))
+    rest = _SAID_RATE_RE.sub(" ", _SAID_EVERY_RE.sub(" ", said))
     once = []
     for match in _SAID_ONCE_RE.finditer(rest):
         seconds = parse_duration(match.group("lead") or match.group("tail") or "")
@@ -166,6 +179,17 @@ def said_times(text: str) -> SaidTimes:
     plain = plain and len(_ANY_DURATION_RE.findall(said)) + sum(
         1 for m in _SAID_EVERY_RE.finditer(said) if m.group("unit")) == counted
     return SaidTimes(once=tuple(once), every=tuple(every), plain=plain)
+
+
+def _rate_seconds(match: re.Match[str]) -> int:
+    """The interval a repeat said as a rate means: "twice a day" is every 12 hours."""
+    if match.group("adverb"):
+        return _UNITS[_ADVERB_UNITS[match.group("adverb")]]
+    if match.group("other"):
+        return 2 * _UNITS[match.group("other")]
+    count = match.group("count").split()[0]
+    times = int(count) if count.isdigit() else _COUNT_WORDS[count]
+    return _UNITS[match.group("per")] // max(times, 1)
 
 
 def parse_duration(text: str) -> int | None:

@@ -164,6 +164,18 @@ async def test_a_repeat_the_request_asks_for_is_not_set_once(agent_env) -> None:
     assert recall.call_type == "recurring" and recall.interval_seconds == 3600
 
 
+async def test_a_repeat_said_as_a_rate_is_not_set_once(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 1 hour",
+                                       additional_context_message="Remind the user to stand up."))
+    agent_env.fake.script(text="Twice a day I'll remind you to stand up.")
+    events = await agent_env.run("Remind me to stand up twice a day.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["call_type"], args["interval_seconds"], ok) == ("schedule_recall", "recurring", 43200, True)
+    recall = await _recall(agent_env)
+    assert recall.call_type == "recurring" and recall.interval_seconds == 43200
+
+
 async def test_a_recurring_reminder_with_a_past_start_starts_one_interval_from_now(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="yesterday-ish",
@@ -208,8 +220,16 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("after an hour, look again").once == (("after an hour", 3600),)
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
-    # Only "every …" is a repeat: "the weekly report", "my hourly rate" are no schedule, nor "every second week".
+    # A repeat said as a rate or an adverb of how often: the interval it means.
+    for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
+                          ("twice a day take the pills", 43200), ("3 times a day, drink", 28800),
+                          ("every other day water the cactus", 172800), ("each hour, look at the build", 3600),
+                          ("check the backups daily.", 86400), ("Weekly, please: clean the filter", 604800)):
+        assert [s for _, s in said_times(text).every] == [seconds], text
+    # "The weekly report", "my hourly rate", "a daily summary" name a kind of thing: no schedule; nor "every second week".
     assert said_times("Remind me this evening to send the weekly report").every == ()
+    assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
+    assert said_times("Send me a daily summary in 2 hours").every == ()
     assert said_times("every second week, water the cactus").every == ()
     # A repeat is not also a one-off, and words that only look like times are none.
     assert said_times("every 60 minutes remind me").once == ()
