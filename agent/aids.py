@@ -266,6 +266,8 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "a refusal"
     if _echoes_instructions(stripped, _result_steering(this_turn)):
         return "Navi's own instruction repeated"
+    if _names_a_guess(stripped, this_turn):
+        return "Navi's note about a guessed path repeated"
     if small and _copies_a_description(stripped, descriptions, this_turn):
         return "a tool's description repeated"
     if small and _says_nothing_done(stripped, this_turn):
@@ -405,6 +407,24 @@ def _result_steering(this_turn: Sequence[ChatMessage]) -> list[str]:
         elif _loop_refusal(content):
             found.append(content)
     return list(dict.fromkeys(found))
+
+
+_PATH_TOKEN = re.compile(r"[\w.~-]*/[\w./~-]*\w")
+
+
+def _names_a_guess(text: str, this_turn: Sequence[ChatMessage]) -> bool:
+    """The answer names a path that only Navi's note about a guessed call named: neither the user nor a
+    tool result said it. The 1.5B answered "What is the capital of France?" with "The user's request is
+    not valid because the path /home/user/... is outside the allowed directories", a reworded note; the
+    path it had made up is nothing the user asked about. The names of the folder's files the note lists
+    carry no folder, so an answer may still offer them."""
+    guesses = {token.rstrip(".") for m in notes(this_turn) if (m.content or "").endswith(GUESSED)
+               for token in _PATH_TOKEN.findall(m.content or "")}
+    if not guesses:
+        return False
+    said = " ".join(m.content or "" for m in this_turn
+                    if (m.role == "user" and m not in notes(this_turn)) or m.role == "tool")
+    return any(len(g) > 2 and g in text and g not in said for g in guesses)
 
 
 def notes(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:

@@ -280,6 +280,27 @@ async def test_an_answer_that_repeats_the_note_about_a_guess_is_asked_for_again(
     assert retry.startswith("Answer the user's last message in a sentence or two") and not started(events)
 
 
+async def test_an_answer_about_the_path_only_the_note_named_is_asked_for_again(agent_env) -> None:
+    """The 1.5B reworded the note into its answer; the path it had made up is nothing the user asked about."""
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="/home/user/capitals/france"))
+    agent_env.fake.script(text="The user's request is not valid because the path /home/user/capitals/france is "
+                               "outside the allowed directories.")
+    agent_env.fake.script(text="The capital of France is Paris.")
+    events = await agent_env.run("What is the capital of France?")
+    assert "/home/user" not in shown(events)
+    assert events[-1]["content"] == "The capital of France is Paris." == shown(events)
+
+
+async def test_an_answer_may_name_the_path_the_user_gave(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="/home/user/capitals/france"))
+    agent_env.fake.script(text="/home/user/capitals/france is outside the folders I may read.")
+    events = await agent_env.run("What is the capital in /home/user/capitals/france?")
+    assert shown(events) == "/home/user/capitals/france is outside the folders I may read."
+    assert len(agent_env.requests()) == 2  # the user's own path: the call ran, its error is the answer
+
+
 async def test_a_second_echo_of_the_note_is_replaced_by_an_honest_line(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("filesystem", action="read", path="plumber_note.txt"))
