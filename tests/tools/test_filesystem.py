@@ -177,7 +177,17 @@ async def test_a_missing_file_names_the_files_that_come_close(tool_ctx) -> None:
     # Qwen 0.5B asked for "read_file_facts.txt" when the user said "read the file facts.txt".
     with pytest.raises(ToolError) as err:
         await fs.execute({"action": "read", "path": "read_file_facts.txt"})
-    assert str(err.value).endswith("read_file_facts.txt does not exist. Did you mean 'facts.txt'?")
+    assert "read_file_facts.txt does not exist. Did you mean 'facts.txt'?" in str(err.value)
     with pytest.raises(ToolError) as err:
         await fs.execute({"action": "read", "path": "plan.pdf"})
-    assert str(err.value).endswith("plan.pdf does not exist. The folder has: facts.txt, notes.md.")
+    assert "plan.pdf does not exist. The folder has: facts.txt, notes.md." in str(err.value)
+
+
+async def test_a_read_of_a_missing_file_says_how_to_create_it(tool_ctx) -> None:
+    """The 0.5B began "Create a file named shopping.txt …" by reading it, twice: the error says what to do."""
+    with pytest.raises(ToolError) as err:
+        await fs.execute({"action": "read", "path": "shopping.txt"})
+    assert str(err.value).endswith("shopping.txt does not exist. To create it, use action 'write' with path and content.")
+    with pytest.raises(ToolError) as err:  # a folder that is not there either: nothing to create it in
+        await fs.execute({"action": "read", "path": "nowhere/shopping.txt"})
+    assert "To create it" not in str(err.value)

@@ -106,7 +106,13 @@ def _read(path: Path, params: dict[str, Any]) -> str:
     max_bytes = min(int(params.get("max_bytes") or DEFAULT_READ_BYTES), MAX_READ_BYTES)
     offset = int(params.get("offset") or 0)
     limit = params.get("limit")
-    fd, st = _open_existing(path)
+    try:
+        fd, st = _open_existing(path)
+    except ToolError as exc:
+        if path.parent.is_dir() and not path.exists():
+            # What to do next, for a request to make the file that a model began by reading it.
+            raise ToolError(f"{exc} To create it, use action 'write' with path and content.") from None
+        raise
     with os.fdopen(fd, "rb") as fh:
         if stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{path} is a directory; use action 'list'.")
