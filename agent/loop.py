@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -370,11 +371,12 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
                                buffer="context")
                 continue
-            if not decision.calls and not decision.replaced and self._unread(turn, state, allow, names):
+            if not decision.calls and not decision.replaced and self._unread(turn, state, bool(names), names):
                 # An answer to a message that names a file nobody read (the 0.5B: "The author of report.txt
                 # is Navi.", "The cake should bake for 30 minutes."): not shown nor kept, and the model is told
                 # once that the file's content is not known yet.
                 state.unread_told = True
+                state.force_answer = False  # ordered to answer after a call about something else: it may read now
                 log.info("answer_unread_file", files=list(turn.named_files))
                 await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
                                            metadata={"synthetic": True}), buffer="context")
@@ -755,8 +757,16 @@ def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
 
 
 def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
-    """A call of this turn did more than look (``ports.LOOKUP``), whether it succeeded or not."""
-    return any(not (m.metadata or {}).get(ports.LOOKUP) for m in results(turn.history[state.start:]))
+    """A call of this turn did more than look (``ports.LOOKUP``) at a file the message named, whether it
+    succeeded or not: its arguments name the file (a read, a write, a helper's task, a note about it). A
+    call about something else has not read it: the 0.5B's helper, asked to read facts.txt, searched the
+    notes (or got the time) and answered with that."""
+    this_turn = turn.history[state.start:]
+    arguments = {c.id: json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
+                 for c in m.tool_calls}
+    return any(not (m.metadata or {}).get(ports.LOOKUP) and names_a_file(arguments.get(m.tool_call_id or "", ""),
+                                                                         turn.named_files)
+               for m in results(this_turn))
 
 
 def _still_unread(turn: Turn, state: LoopState) -> bool:

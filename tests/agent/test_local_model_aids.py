@@ -274,6 +274,32 @@ async def test_told_once_a_second_unread_answer_gets_the_read_made(agent_env) ->
     assert events[-1]["content"] == "Probably Navi." and len(agent_env.requests()) == before + 1
 
 
+async def test_a_call_about_something_else_has_not_read_the_named_file(agent_env) -> None:
+    """The 0.5B's helper, asked to read facts.txt, got the time (or searched the notes) and answered with that: a call whose arguments
+    do not name the file did not read it, so the answer is held and the model may still read."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
+    agent_env.fake.script(text="Your todo list is empty.")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [
+        ("todo", True), ("filesystem", True)]
+    assert "empty" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+
+
+async def test_a_call_that_names_the_file_has_dealt_with_it(agent_env) -> None:
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
+                                                                       "steps": ["send report.txt to Bob"]}}))
+    agent_env.fake.script(text="Noted: send report.txt to Bob.")
+    events = await agent_env.run("Put on my list: send report.txt to Bob.")
+    assert events[-1]["content"] == "Noted: send report.txt to Bob." and len(agent_env.requests()) == 2
+
+
 async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -> None:
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")
