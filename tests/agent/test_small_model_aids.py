@@ -297,6 +297,10 @@ def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> Non
             ChatMessage(role="tool", tool_call_id="c1", name="todo",
                         content="Todo list (0/2 done):\n1. [ ] buy stamps\n2. [ ] post the letter")]
     assert poor_answer("I'm ready to help!", turn, small=True) == "nothing of what was done"  # the 1.5B
+    # "Done." only says it went well (the 1.5B, after that list): the result's own "(0/2 done)" is no news it gives.
+    assert poor_answer("Done.", turn, small=True) == poor_answer("Completed successfully!", turn, small=True) == (
+        "nothing of what was done")
+    assert poor_answer("Done: buy stamps, then post the letter.", turn, small=True) is None
     assert poor_answer("Sure, I can help you with that. Let me know what you need.", turn,
                        small=True) == "nothing of what was done"
     assert poor_answer("I'm ready to help!", turn) is None  # a model calling tools natively words its own answer
