@@ -8,6 +8,8 @@ waits on the rebuild, and the block stays bounded whatever the user stores.
 """
 from __future__ import annotations
 
+import re
+
 from memory_app import selectors
 from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary
 
@@ -41,31 +43,59 @@ def recent_lines(facts: list[MemoryFact], budget: int = RECENT_FACTS_CHARS,
     return lines
 
 
+LEFT_OUT_HEADER = "Also saved (the summary above leaves these out):"
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def _reflects(text: str, fact: MemoryFact) -> bool:
+    """The summary states the fact's value: every word of it is there ("boreas"; "dark mode")."""
+    return _words(fact.value) <= _words(text)
+
+
+def _restated(text: str, old: str, new: str) -> tuple[str, bool]:
+    """``text`` with the old value, as a whole word or phrase, replaced by the new one (and whether it was)."""
+    old = old.strip()
+    if len(old) < 2 or not new.strip():
+        return text, False
+    pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
+    restated, count = pattern.subn(lambda _m: new.strip(), text)
+    return restated, count > 0
+
+
 class DjangoMemoryProvider:
     async def summary_for(self, user_id: int) -> str | None:
-        """The user's summary plus the facts it does not reflect yet, or None when there is nothing
-        (fetched fresh on every call)."""
+        """The user's summary plus the facts it does not reflect, or None when there is nothing (fetched
+        fresh on every call). Two things the model writing the summary gets wrong are mended here: a
+        value changed since it was written is restated in it (the 1.5B still answered "atlas" with the
+        newer "boreas" listed after it), and a fact it left out is listed after it (the 1.5B summed up
+        "server name: boreas" as "operating system: Linux, name: Navi")."""
         summary = await MemorySummary.objects.filter(user_id=user_id).afirst()
         text = (summary.text if summary else "").strip()
-        facts = selectors.fact_list(user_id=user_id)
+        every = [f async for f in selectors.fact_list(user_id=user_id)[:50]]
+        if not text or summary is None:
+            lines = recent_lines(every)
+            return FACTS_HEADER + "\n" + "\n".join(lines) if lines else None
+        newer = [f for f in every if summary.stale and f.updated_at > summary.updated_at]
         was: dict[int, str] = {}
-        if text and summary is not None:
-            if not summary.stale:
-                return text
-            facts = facts.filter(updated_at__gt=summary.updated_at)
-        listed = [f async for f in facts[:50]]
-        if text and summary is not None:
-            # A value changed since the summary was written: the summary still states the old one, and the
-            # 1.5B model answered with it ("atlas") although the newer fact ("boreas") followed. The line
-            # names the old value, so the two are not read as two facts. Only facts the summary saw
-            # (created before it); newest change first, so the oldest change's old value is kept.
-            seen = [f.pk for f in listed if f.created_at <= summary.updated_at]
-            async for change in MemoryFactChange.objects.filter(
-                    fact_id__in=seen, created_at__gt=summary.updated_at).order_by("-created_at"):
-                was[change.fact_id] = change.old_value
-        lines = recent_lines(listed, was=was)
-        if not lines:
-            return text or None
-        if not text:
-            return FACTS_HEADER + "\n" + "\n".join(lines)
-        return f"{text}\n\n{RECENT_HEADER}\n" + "\n".join(lines)
+        # Only facts the summary saw (created before it); newest change first, so the oldest old value is kept.
+        seen = [f.pk for f in newer if f.created_at <= summary.updated_at]
+        async for change in MemoryFactChange.objects.filter(
+                fact_id__in=seen, created_at__gt=summary.updated_at).order_by("-created_at"):
+            was[change.fact_id] = change.old_value
+        for fact in newer:
+            if fact.pk in was:
+                text, restated = _restated(text, was[fact.pk], fact.value)
+                if restated:
+                    del was[fact.pk]  # the summary now says the new value: naming the old one only misleads
+        left_out = [f for f in every if f not in newer and not _reflects(text, f)]
+        blocks = [text]
+        budget = RECENT_FACTS_CHARS
+        for header, facts in ((RECENT_HEADER, newer), (LEFT_OUT_HEADER, left_out)):
+            lines = recent_lines(facts, budget, was=was)
+            if lines:
+                blocks.append(header + "\n" + "\n".join(lines))
+                budget -= sum(len(line) + 1 for line in lines)
+        return "\n\n".join(blocks)

@@ -67,13 +67,28 @@ async def test_a_value_changed_since_the_summary_names_the_value_the_summary_sti
     await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="server_name", value="boreas")
     await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="server_name", value="cygnus")
     await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="shell", value="fish")
+    # The summary is made to say the new value (the 1.5B answered "atlas" with "boreas" listed after it).
     assert await provider.summary_for(user.pk) == (
-        f"Alice's server is called atlas.\n\n{RECENT_HEADER}\n- shell: fish\n"
-        "- server name: cygnus (changed from atlas)")
-    # A fact first saved after the summary, then changed, was never in it: no "changed from".
+        f"Alice's server is called cygnus.\n\n{RECENT_HEADER}\n- shell: fish\n- server name: cygnus")
+    # A fact first saved after the summary, then changed, was never in it: nothing to restate.
     await sync_to_async(fact_upsert)(user_id=user.pk, category="personal", key="shell", value="zsh")
-    assert (await provider.summary_for(user.pk)).endswith(f"{RECENT_HEADER}\n- shell: zsh\n"
-                                                          "- server name: cygnus (changed from atlas)")
+    assert (await provider.summary_for(user.pk)).endswith(f"{RECENT_HEADER}\n- shell: zsh\n- server name: cygnus")
+    # Where the summary words the old value otherwise, the line names it, so the two are not read as two facts.
+    await MemorySummary.objects.filter(user=user).aupdate(text="Alice's server has a Greek name.")
+    assert (await provider.summary_for(user.pk)).endswith("- server name: cygnus (changed from atlas)")
+
+
+async def test_a_fact_the_summary_left_out_is_listed_after_it(user: Any, thread_db: Any) -> None:
+    """The 1.5B summed up "server name: boreas" as "operating system: Linux, name: Navi"."""
+    from memory_app.provider import LEFT_OUT_HEADER
+
+    built = timezone.now()
+    await MemoryFact.objects.acreate(user=user, key="server_name", value="boreas", updated_at=built)
+    await MemoryFact.objects.acreate(user=user, key="editor", value="Neovim", updated_at=built)
+    await MemorySummary.objects.acreate(user=user, text="- operating system: Linux\n- editor: neovim",
+                                        updated_at=built + timedelta(seconds=1), stale=False)
+    assert await DjangoMemoryProvider().summary_for(user.pk) == (
+        f"- operating system: Linux\n- editor: neovim\n\n{LEFT_OUT_HEADER}\n- server name: boreas")
 
 
 async def test_an_expired_fact_is_not_listed_and_no_facts_means_no_memory(user: Any, thread_db: Any) -> None:
