@@ -252,13 +252,13 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
-                descriptions: Sequence[str] = ()) -> str | None:
+                descriptions: Sequence[str] = (), request: str = "") -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
     and must not copy the offered tools' ``descriptions`` (after a reminder was set, the 0.5B answered
     "The user's personal notes were added to long-term memory right away, so you know it in future
-    conversations", from memory_save's)."""
+    conversations", from memory_save's). ``request``: the user's words of this turn."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -266,7 +266,7 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "a refusal"
     if _echoes_instructions(stripped, _result_steering(this_turn)):
         return "Navi's own instruction repeated"
-    if _names_a_guess(stripped, this_turn):
+    if _names_a_guess(stripped, this_turn, request):
         return "Navi's note about a guessed path repeated"
     if small and _copies_a_description(stripped, descriptions, this_turn):
         return "a tool's description repeated"
@@ -414,18 +414,21 @@ def _result_steering(this_turn: Sequence[ChatMessage]) -> list[str]:
 _PATH_TOKEN = re.compile(r"[\w.~-]*/[\w./~-]*\w")
 
 
-def _names_a_guess(text: str, this_turn: Sequence[ChatMessage]) -> bool:
-    """The answer names a path that only Navi's note about a guessed call named: neither the user nor a
-    tool result said it. The 1.5B answered "What is the capital of France?" with "The user's request is
-    not valid because the path /home/user/... is outside the allowed directories", a reworded note; the
-    path it had made up is nothing the user asked about. The names of the folder's files the note lists
-    carry no folder, so an answer may still offer them."""
-    guesses = {token.rstrip(".") for m in notes(this_turn) if (m.content or "").endswith(GUESSED)
-               for token in _PATH_TOKEN.findall(m.content or "")}
+def _names_a_guess(text: str, this_turn: Sequence[ChatMessage], request: str = "") -> bool:
+    """The answer names the path of a guessed call (the first path of Navi's note about it: the one the
+    model made up) that neither the user nor a tool result said. The 1.5B answered "What is the capital
+    of France?" with "The user's request is not valid because the path /home/user/... is outside the
+    allowed directories", a reworded note. Other paths in the note (the allowed folders) and the names of
+    the folder's files it lists may be offered; so may a path the user typed."""
+    guesses = set()
+    for note in notes(this_turn):
+        content = note.content or ""
+        first = _PATH_TOKEN.search(content) if content.endswith(GUESSED) else None
+        if first:
+            guesses.add(first.group(0).rstrip("."))
     if not guesses:
         return False
-    said = " ".join(m.content or "" for m in this_turn
-                    if (m.role == "user" and m not in notes(this_turn)) or m.role == "tool")
+    said = " ".join([request, *(m.content or "" for m in this_turn if m.role == "tool")])
     return any(len(g) > 2 and g in text and g not in said for g in guesses)
 
 

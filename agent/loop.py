@@ -394,7 +394,8 @@ class Agent:
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else poor_answer(
-                    decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable])
+                    decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
+                    request=_said(turn, state))
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)

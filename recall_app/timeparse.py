@@ -125,19 +125,24 @@ _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
-# "every hour", "every 2 hours", "each day"; not "every second week" (an ordinal).
-_SAID_EVERY_RE = re.compile(rf"\b(?:every|each)\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)")
+# "every hour", "every 2 hours"; not "every second week" (an ordinal), "every day of the trip", "every
+# week's goals".
+_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"
+                            r"(?!'s|\s+of\b)")
 # The other everyday ways to say a repeat: "once an hour", "twice a day", "3 times a week", "every other
 # day", and the adverb "hourly" / "daily" / "weekly" where it says how often something is done ("remind me
 # hourly to drink", "check it daily."), not where it names a kind of thing ("my hourly rate", "the weekly
-# report": a word follows that is not one of the few that go on a sentence after an adverb).
+# report", "before the daily.": a word follows that is not one of the few that go on a sentence after an
+# adverb, or a determiner goes before it), nor a limit ("at most once a day"). Not "bi-weekly", "twice-daily".
 _SAID_RATE_RE = re.compile(
-    r"\b(?:(?P<count>once|twice|thrice|\d+\s+times|(?:two|three|four|five|six)\s+times)\s+(?:a|an|per|each|every)\s+"
-    r"(?P<per>minute|hour|day|week)|every\s+other\s+(?P<other>minute|hour|day|week)|"
-    r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|at|from|until|till|starting|and|please|for|"
-    r"from\s+now|on|then)\b)))\b")
+    r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
+    r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
+    r"(?P<per>minute|hour|day|week)(?![\w-])|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
+    r"(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"
+    r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|at|from|until|till|starting|and|please|for|on|then)"
+    r"\b(?!-))))")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
-_COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
 _ANY_DURATION_RE = re.compile(_SAID_PART)
 # What makes a time said relative to something else, or only part of one.
@@ -160,14 +165,19 @@ def said_times(text: str) -> SaidTimes:
     said = " ".join(str(text or "").lower().split())
     every: list[tuple[str, int]] = []
     plain = True
-    for match in _SAID_EVERY_RE.finditer(said):
+    for match in _SAID_RATE_RE.finditer(said):
+        seconds = _rate_seconds(match)
+        if seconds is None:
+            plain = False  # "ten times a minute": a rate no recall keeps, or no count at all
+        else:
+            every.append((match.group(0), seconds))
+    unrated = _SAID_RATE_RE.sub(" ", said)  # "once every hour" is one repeat, not two
+    for match in _SAID_EVERY_RE.finditer(unrated):
         seconds = parse_duration(match.group("span")) if match.group("span") else _UNITS[match.group("unit")]
-        plain = plain and not _QUALIFIED_RE.match(said, match.end())
+        plain = plain and not _QUALIFIED_RE.match(unrated, match.end())
         if seconds:
             every.append((match.group(0), seconds))
-    for match in _SAID_RATE_RE.finditer(said):
-        every.append((match.group(0), _rate_seconds(match)))
-    rest = _SAID_RATE_RE.sub(" ", _SAID_EVERY_RE.sub(" ", said))
+    rest = _SAID_EVERY_RE.sub(" ", unrated)
     once = []
     for match in _SAID_ONCE_RE.finditer(rest):
         seconds = parse_duration(match.group("lead") or match.group("tail") or "")
@@ -181,15 +191,19 @@ def said_times(text: str) -> SaidTimes:
     return SaidTimes(once=tuple(once), every=tuple(every), plain=plain)
 
 
-def _rate_seconds(match: re.Match[str]) -> int:
-    """The interval a repeat said as a rate means: "twice a day" is every 12 hours."""
+def _rate_seconds(match: re.Match[str]) -> int | None:
+    """The interval a repeat said as a rate means, in whole minutes ("twice a day": every 12 hours); None
+    for no count ("zero times a day") or an interval under a minute."""
     if match.group("adverb"):
         return _UNITS[_ADVERB_UNITS[match.group("adverb")]]
     if match.group("other"):
         return 2 * _UNITS[match.group("other")]
     count = match.group("count").split()[0]
-    times = int(count) if count.isdigit() else _COUNT_WORDS[count]
-    return _UNITS[match.group("per")] // max(times, 1)
+    times = int(count) if count.isdigit() else _COUNT_WORDS.get(count) or int(_NUMBER_WORDS.get(count, "0"))
+    if times < 1:
+        return None
+    seconds = round(_UNITS[match.group("per")] / times / 60) * 60
+    return seconds if seconds >= 60 else None
 
 
 def parse_duration(text: str) -> int | None:

@@ -223,9 +223,16 @@ def test_the_relative_times_a_request_says() -> None:
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
                           ("twice a day take the pills", 43200), ("3 times a day, drink", 28800),
-                          ("every other day water the cactus", 172800), ("each hour, look at the build", 3600),
-                          ("check the backups daily.", 86400), ("Weekly, please: clean the filter", 604800)):
+                          ("every other day water the cactus", 172800), ("once every hour, look at the build", 3600),
+                          ("check the backups daily.", 86400), ("Weekly, please: clean the filter", 604800),
+                          ("seven times a day, drink", 12360)):
         assert [s for _, s in said_times(text).every] == [seconds], text
+    # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
+    for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
+                 "Remind me before the daily.", "Remind me to join the daily", "bring the weekly to-do list",
+                 "pack an outfit for every day of the trip", "at most once a day, check mail", "5 times a minute",
+                 "zero times a day"):
+        assert said_times(text).every == (), text
     # "The weekly report", "my hourly rate", "a daily summary" name a kind of thing: no schedule; nor "every second week".
     assert said_times("Remind me this evening to send the weekly report").every == ()
     assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
@@ -292,13 +299,17 @@ async def test_an_answer_about_the_path_only_the_note_named_is_asked_for_again(a
     assert events[-1]["content"] == "The capital of France is Paris." == shown(events)
 
 
-async def test_an_answer_may_name_the_path_the_user_gave(agent_env) -> None:
-    await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="read", path="/home/user/capitals/france"))
-    agent_env.fake.script(text="/home/user/capitals/france is outside the folders I may read.")
-    events = await agent_env.run("What is the capital in /home/user/capitals/france?")
-    assert shown(events) == "/home/user/capitals/france is outside the folders I may read."
-    assert len(agent_env.requests()) == 2  # the user's own path: the call ran, its error is the answer
+def test_an_answer_may_name_the_path_the_user_gave_or_the_allowed_folders() -> None:
+    from agent.aids import GUESSED, NOT_RUN, poor_answer
+    from agent.llm.base import ChatMessage
+
+    note = ChatMessage(role="user", metadata={"synthetic": True}, content=(
+        f"{NOT_RUN} '/home/user/reports' resolves to /home/user/reports, which is outside the allowed directories "
+        f"(/srv/navi/files). The user named no such path. {GUESSED}"))
+    answer = "/home/user/reports is outside the folders I may read."
+    assert poor_answer(answer, [note], small=True, request="What is the capital of France?") is not None
+    assert poor_answer(answer, [note], small=True, request="What is in /home/user/reports.") is None
+    assert poor_answer("I can only read files in /srv/navi/files.", [note], small=True, request="Paris?") is None
 
 
 async def test_a_second_echo_of_the_note_is_replaced_by_an_honest_line(agent_env) -> None:
@@ -316,7 +327,8 @@ def test_which_paths_a_request_names() -> None:
 
     for raw, request in (("report.txt", "Who wrote docs/report.txt?"), ("./report.txt", "Who wrote report.txt?"),
                          ("docs/report.txt", "Open ./docs/report.txt"), ("todo.md", "what's in ~/todo.md"),
-                         ("/etc/hosts", "read /etc/hosts please"), ("Report.TXT", "who wrote report.txt")):
+                         ("/etc/hosts", "read /etc/hosts please"), ("Report.TXT", "who wrote report.txt"),
+                         ("/home/user/reports", "What is in /home/user/reports."), ("/srv/x", "list /srv/x/")):
         assert _named(raw, request), (raw, request)
     for raw, request in (("planets", "tell me about the planets"), ("/home/user/planets", "the planets?"),
                          ("notes.txt", "what do my notes say?"), ("report.txt", "who wrote myreport.txt?"),

@@ -187,7 +187,12 @@ async def test_a_read_of_a_missing_file_says_how_to_create_it(tool_ctx) -> None:
     """The 0.5B began "Create a file named shopping.txt …" by reading it, twice: the error says what to do."""
     with pytest.raises(ToolError) as err:
         await fs.execute({"action": "read", "path": "shopping.txt"})
-    assert str(err.value).endswith("shopping.txt does not exist. To create it, use action 'write' with path and content.")
+    assert str(err.value).endswith(
+        "shopping.txt does not exist. If the user asked to create it, use action 'write' with path and content.")
+    await run(action="write", path="shopping-list.txt", content="milk\n")
+    with pytest.raises(ToolError) as err:  # a name that comes close: that is what to say, nothing else
+        await fs.execute({"action": "read", "path": "shoping-list.txt"})
+    assert "Did you mean 'shopping-list.txt'" in str(err.value) and "create" not in str(err.value)
     with pytest.raises(ToolError) as err:  # a folder that is not there either: nothing to create it in
         await fs.execute({"action": "read", "path": "nowhere/shopping.txt"})
     assert "To create it" not in str(err.value)

@@ -109,9 +109,10 @@ def _read(path: Path, params: dict[str, Any]) -> str:
     try:
         fd, st = _open_existing(path)
     except ToolError as exc:
-        if path.parent.is_dir() and not path.exists():
+        if (path.parent.is_dir() and not path.exists() and "Did you mean" not in str(exc)
+                and not str(params.get("path") or "").rstrip().endswith("/")):
             # What to do next, for a request to make the file that a model began by reading it.
-            raise ToolError(f"{exc} To create it, use action 'write' with path and content.") from None
+            raise ToolError(f"{exc} If the user asked to create it, use action 'write' with path and content.") from None
         raise
     with os.fdopen(fd, "rb") as fh:
         if stat.S_ISDIR(st.st_mode):
@@ -408,7 +409,7 @@ def _named(raw: str, request: str) -> bool:
     report.txt"); a bare word ("planets", "notes") is no file name, however the request uses it."""
     said = request.lower()
     text = raw.strip().lower()
-    if "/" in text.strip("/") and re.search(rf"(?<![\w.-]){re.escape(text)}(?![\w/.-])", said):
+    if "/" in text.strip("/") and re.search(rf"(?<![\w.-]){re.escape(text)}(?![\w-])(?!/\w)(?!\.\w)", said):
         return True  # the path as the user wrote it ("/etc/hosts")
     name = Path(text).name
     if "." not in name.strip("."):
