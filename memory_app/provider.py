@@ -91,6 +91,12 @@ class DjangoMemoryProvider:
                 if restated:
                     del was[fact.pk]  # the summary now says the new value: naming the old one only misleads
         left_out = [f for f in every if f not in newer and not _reflects(text, f)]
+        if every and len(left_out) * 2 > len(every):
+            # A summary that leaves out most of the facts is not theirs (the 1.5B wrote a template of
+            # placeholders, "server location: [specific location]", for "server name: boreas"): the facts
+            # alone are what Navi knows.
+            lines = recent_lines(every)
+            return FACTS_HEADER + "\n" + "\n".join(lines) if lines else None
         blocks = [text]
         budget = RECENT_FACTS_CHARS
         for header, facts in ((RECENT_HEADER, newer), (LEFT_OUT_HEADER, left_out)):

@@ -89,6 +89,11 @@ async def test_a_fact_the_summary_left_out_is_listed_after_it(user: Any, thread_
                                         updated_at=built + timedelta(seconds=1), stale=False)
     assert await DjangoMemoryProvider().summary_for(user.pk) == (
         f"- operating system: Linux\n- editor: neovim\n\n{LEFT_OUT_HEADER}\n- server name: boreas")
+    # One that leaves out most of them is none: a template of placeholders, as the 1.5B also wrote.
+    await MemorySummary.objects.filter(user=user).aupdate(text="- server location: [specific location]\n"
+                                                                "- operating system: [OS name]")
+    assert await DjangoMemoryProvider().summary_for(user.pk) == (
+        f"{FACTS_HEADER}\n- editor: Neovim\n- server name: boreas")
 
 
 async def test_an_expired_fact_is_not_listed_and_no_facts_means_no_memory(user: Any, thread_db: Any) -> None:
