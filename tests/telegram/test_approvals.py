@@ -16,8 +16,8 @@ pytestmark = pytest.mark.slow
 BUTTONS = ["✅ Approve once", "Approve for this session", "🚫 Deny"]
 
 
-def _card(api: FakeBotApi, chat: int, contains: str) -> BotMessage:
-    card = api.wait_reply(chat, contains)
+def _card(api: FakeBotApi, chat: int, contains: str, *, timeout: float = 20.0) -> BotMessage:
+    card = api.wait_reply(chat, contains, timeout=timeout)
     assert list(api.buttons(card)) == BUTTONS, card.reply_markup
     return card
 
@@ -117,7 +117,9 @@ def test_a_parked_recall_asks_in_telegram_and_a_decision_elsewhere_updates_the_c
         "url": f"{fake_llm_server.url}/team", "method": "POST", "body": "weekly report"}}])
     fake_ollama.script(text="The report was not posted: you denied it.")
     bot_api.say(chat, "Post the weekly report later")
-    card = _card(bot_api, chat, "🔔 A recall waits for your approval · http_request")
+    # An immediate recall starts once the session is idle, at a sweep (every 5 s): within about a minute, as
+    # schedule_recall tells the model; 20 s was too tight with both tiers' suites running on 2 cores.
+    card = _card(bot_api, chat, "🔔 A recall waits for your approval · http_request", timeout=60)
     sid = card.text.rpartition("https://navi.example/#")[2].strip()
     status, out = telegram_navi.request("GET", f"/sessions/{sid}/approvals?status=pending")
     approval = out["items"][0]
