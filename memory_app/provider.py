@@ -91,10 +91,10 @@ class DjangoMemoryProvider:
                 if restated:
                     del was[fact.pk]  # the summary now says the new value: naming the old one only misleads
         left_out = [f for f in every if f not in newer and not _reflects(text, f)]
-        if every and len(left_out) * 2 > len(every):
-            # A summary that leaves out most of the facts is not theirs (the 1.5B wrote a template of
-            # placeholders, "server location: [specific location]", for "server name: boreas"): the facts
-            # alone are what Navi knows.
+        if every and len(left_out) == len(every):
+            # A summary that holds none of the facts is not theirs (the 1.5B wrote a template of placeholders,
+            # "server location: [specific location]", for "server name: boreas"): the facts alone are what
+            # Navi knows. One that holds some is kept: it sums up at most ~200 words, in its own words.
             lines = recent_lines(every)
             return FACTS_HEADER + "\n" + "\n".join(lines) if lines else None
         blocks = [text]

@@ -89,11 +89,17 @@ async def test_a_fact_the_summary_left_out_is_listed_after_it(user: Any, thread_
                                         updated_at=built + timedelta(seconds=1), stale=False)
     assert await DjangoMemoryProvider().summary_for(user.pk) == (
         f"- operating system: Linux\n- editor: neovim\n\n{LEFT_OUT_HEADER}\n- server name: boreas")
-    # One that leaves out most of them is none: a template of placeholders, as the 1.5B also wrote.
+    # One that holds none of them is none: a template of placeholders, as the 1.5B also wrote.
     await MemorySummary.objects.filter(user=user).aupdate(text="- server location: [specific location]\n"
                                                                 "- operating system: [OS name]")
     assert await DjangoMemoryProvider().summary_for(user.pk) == (
         f"{FACTS_HEADER}\n- editor: Neovim\n- server name: boreas")
+    # One that words most of them its own way is kept, with them after it (a summary sums up, in ~200 words).
+    await MemoryFact.objects.acreate(user=user, key="shell", value="fish", updated_at=built)
+    await MemorySummary.objects.filter(user=user).aupdate(text="Alice's server has a Greek wind's name; her shell "
+                                                                "is a sea creature; she edits with Neovim.")
+    assert (await DjangoMemoryProvider().summary_for(user.pk)).endswith(
+        f"she edits with Neovim.\n\n{LEFT_OUT_HEADER}\n- shell: fish\n- server name: boreas")
 
 
 async def test_an_expired_fact_is_not_listed_and_no_facts_means_no_memory(user: Any, thread_db: Any) -> None:
