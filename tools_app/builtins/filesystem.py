@@ -75,9 +75,14 @@ def _binary_hint(head: bytes) -> str | None:
     return None
 
 
-def _missing(path: Path) -> str:
+CREATE_HINT = " If the user asked to create it, use action 'write' with path and content."
+
+
+def _missing(path: Path, *, creatable: bool = False) -> str:
     """"<path> does not exist." with the names in its folder that come close (a model's typo or a
-    name it made up from the request, "read_file_facts.txt" for facts.txt), or the folder's files."""
+    name it made up from the request, "read_file_facts.txt" for facts.txt), or the folder's files.
+    ``creatable``: where no name comes close, say how to create it (the 0.5B began "Create a file named
+    shopping.txt …" by reading it, twice)."""
     try:
         resolve_path(str(path.parent))  # never list a folder outside the allowed directories
         names = sorted(os.listdir(path.parent))
@@ -87,16 +92,17 @@ def _missing(path: Path) -> str:
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.5)
     if close:
         return f"{path} does not exist. Did you mean {' or '.join(map(repr, close))}?"
+    hint = CREATE_HINT if creatable else ""
     if names and len(names) <= 20:
-        return f"{path} does not exist. The folder has: {', '.join(names)}."
-    return f"{path} does not exist."
+        return f"{path} does not exist. The folder has: {', '.join(names)}.{hint}"
+    return f"{path} does not exist.{hint}"
 
 
-def _open_existing(path: Path) -> tuple[int, os.stat_result]:
+def _open_existing(path: Path, *, creatable: bool = False) -> tuple[int, os.stat_result]:
     try:
         fd = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
-        raise ToolError(_missing(path)) from None
+        raise ToolError(_missing(path, creatable=creatable)) from None
     except IsADirectoryError:
         raise ToolError(f"{path} is a directory; use action 'list'.") from None
     return fd, os.fstat(fd)
@@ -106,14 +112,7 @@ def _read(path: Path, params: dict[str, Any]) -> str:
     max_bytes = min(int(params.get("max_bytes") or DEFAULT_READ_BYTES), MAX_READ_BYTES)
     offset = int(params.get("offset") or 0)
     limit = params.get("limit")
-    try:
-        fd, st = _open_existing(path)
-    except ToolError as exc:
-        if (path.parent.is_dir() and not path.exists() and "Did you mean" not in str(exc)
-                and not str(params.get("path") or "").rstrip().endswith("/")):
-            # What to do next, for a request to make the file that a model began by reading it.
-            raise ToolError(f"{exc} If the user asked to create it, use action 'write' with path and content.") from None
-        raise
+    fd, st = _open_existing(path, creatable=not str(params.get("path") or "").rstrip().endswith("/"))
     with os.fdopen(fd, "rb") as fh:
         if stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{path} is a directory; use action 'list'.")
