@@ -5,8 +5,8 @@
     .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
                                          [--budget-minutes 50] [--json FILE]
 
-``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (48 tasks: 12
-intents × 4 phrasings, fixed dev/test halves: ``--half dev|test|both``); ``--suite ten`` (the
+``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (72 tasks: 12
+intents × 6 phrasings, fixed halves: ``--half dev|test|fresh|both|all``, both = dev and test); ``--suite ten`` (the
 default) the ten tasks of ``tests/realmodel/scenarios.py``. Modes: ``constrained`` (decisions
 under a schema, aids on: the shipped local_small), ``native`` (the model's own tool calls, aids
 on), ``bare`` (native, aids off); ``on``/``off`` are the aids with the profile's tool calling
@@ -149,7 +149,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--suite", choices=["ten", "broad"], default="ten")
-    parser.add_argument("--half", choices=["dev", "test", "both"], default="both", help="broad suite: which half")
+    parser.add_argument("--half", choices=[*broad.HALVES, "both", "all"], default="both",
+                        help="broad suite: which half (both: dev and test; all: every one)")
     parser.add_argument("--tasks", default="", help="comma-separated subset of the suite's task names")
     parser.add_argument("--modes", default="on,off",
                         help="comma-separated: constrained, native, bare (broad), or on, off (the aids)")
@@ -175,11 +176,11 @@ def main() -> None:
 
 
 def halves(results: list[dict[str, Any]], modes: list[str]) -> str:
-    """Success per half of the broad suite (dev: tuned on; test: reported only) and mode."""
+    """Success per half of the broad suite (dev: tuned on; test and fresh: reported only) and mode."""
     split = {t.name: t.split for t in broad.TASKS}
     lines = ["| half | " + " | ".join(f"{m}: success | {m}: median s" for m in modes) + " |",
              "|---|" + "---|---|" * len(modes)]
-    for half in ("dev", "test"):
+    for half in broad.HALVES:
         cells = []
         for mode in modes:
             runs = [r for r in results if split.get(r["task"]) == half and r["aids"] == mode]

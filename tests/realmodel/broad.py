@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 4 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 6 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -7,8 +7,11 @@ answer that refuses, is empty, or shows a raw call, is a failure (``answered``),
 that does not say what was done (``says``, from round 5).
 
 **The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
-dev, the last two test). Prompts, tool descriptions and aids are tuned on the dev half only;
-the test half is run to report, never to change anything. Distinctive values (codes, numbers,
+dev, the next two test). Prompts, tool descriptions and aids are tuned on the dev half only;
+the test half is run to report, never to change anything. The test half was read after rounds 1
+to 8 had reported it, so round 9 added a **fresh** half (phrasings 5 and 6 of every intent, in
+``FRESH``), written before that round changed anything and run only to report: a half nobody has
+tuned on, for as long as its runs are only reported. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -86,7 +89,8 @@ class Task:
         return SPLIT[self.phrasing]
 
 
-SPLIT = ("dev", "dev", "test", "test")  # by phrasing index, the same for every intent
+SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh")  # by phrasing index, the same for every intent
+HALVES = ("dev", "test", "fresh")
 
 
 def _clock() -> float:
@@ -106,7 +110,10 @@ async def greeting(env: Env, text: str) -> Outcome:
 QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many legs does a spider have?": ("8", "eight"),
              "Which planet is known as the Red Planet?": ("mars",),
-             "At what temperature in Celsius does water boil at sea level?": ("100",)}
+             "At what temperature in Celsius does water boil at sea level?": ("100",),
+             # the fresh half (round 9)
+             "What's the largest ocean on Earth?": ("pacific",),
+             "How many days are there in a leap year?": ("366",)}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -276,7 +283,7 @@ async def subagent(env: Env, text: str) -> Outcome:
 
 PHRASINGS: dict[str, tuple[Callable[[Env, str], Awaitable[Outcome]], tuple[str, str, str, str]]] = {
     "greeting": (greeting, ("Hi!", "Good morning, Navi.", "Hey there, how's it going?", "Hello :)")),
-    "plain_question": (plain_question, tuple(QUESTIONS)),  # type: ignore[dict-item]
+    "plain_question": (plain_question, tuple(QUESTIONS)[:4]),  # type: ignore[dict-item]
     "date_time": (date_time, ("What time is it right now (UTC)?", "What day of the week is it today?",
                               "Can you tell me today's date?", "Do you know the current time?")),
     "read_file": (read_file, ("Read the file project.txt and tell me the project codename.",
@@ -311,12 +318,35 @@ PHRASINGS: dict[str, tuple[Callable[[Env, str], Awaitable[Outcome]], tuple[str, 
                             "Have a sub-agent open facts.txt and report the magic number.")),
 }
 
+# Round 9's held-out phrasings (written before that round changed anything; never tuned on).
+FRESH: dict[str, tuple[str, str]] = {
+    "greeting": ("Good evening!", "Yo Navi, what's up?"),
+    "plain_question": ("What's the largest ocean on Earth?", "How many days are there in a leap year?"),
+    "date_time": ("What's the time?", "Tell me the date today, please."),
+    "read_file": ("I need the project codename from project.txt.",
+                  "What does project.txt say the codename is?"),
+    "file_question": ("Find out who authored report.txt.", "Whose name is on report.txt as its author?"),
+    "write_file": ("Make me a shopping.txt with milk, eggs and bread in it.",
+                   "Could you store my groceries (milk, eggs, bread) in shopping.txt?"),
+    "note": ("Take a note: the plumber needs a call about invoice {v}.",
+             "Make a memo for me: phone the plumber about invoice {v}."),
+    "remember": ("My server's name is {v}, please remember that.",
+                 "Keep this in your memory: I call my server {v}."),
+    "remind_once": ("Ping me in 3 minutes so I remember to stretch.",
+                    "Give me a nudge to stretch my legs 3 minutes from now."),
+    "remind_every": ("Every hour, tell me to drink water.", "I want an hourly reminder to drink water, please."),
+    "todo": ("Track two tasks for me: buy stamps and post the letter.",
+             "Build me a checklist: first buy stamps, then post the letter."),
+    "subagent": ("Let a helper agent find the magic number in facts.txt.",
+                 "Get a subagent to check facts.txt for the magic number and tell me."),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
-                     for intent, (run, texts) in PHRASINGS.items() for i, text in enumerate(texts)]
+                     for intent, (run, texts) in PHRASINGS.items() for i, text in enumerate(texts + FRESH[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
-    """The tasks of ``half`` ("dev", "test" or "both"), in a fixed order."""
-    if half not in ("dev", "test", "both"):
-        raise ValueError(f"unknown half {half!r}: use dev, test or both")
-    return [t for t in TASKS if half == "both" or t.split == half]
+    """The tasks of ``half`` ("dev", "test", "fresh"; "both" is dev and test, "all" every one), in a fixed order."""
+    if half not in (*HALVES, "both", "all"):
+        raise ValueError(f"unknown half {half!r}: use dev, test, fresh, both (dev and test) or all")
+    return [t for t in TASKS if half == "all" or t.split == half or half == "both" and t.split in ("dev", "test")]
