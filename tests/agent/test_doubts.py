@@ -225,7 +225,11 @@ def test_the_relative_times_a_request_says() -> None:
                           ("twice a day take the pills", 43200), ("3 times a day, drink", 28800),
                           ("every other day water the cactus", 172800), ("once every hour, look at the build", 3600),
                           ("check the backups daily.", 86400), ("Weekly, please: clean the filter", 604800),
-                          ("seven times a day, drink", 12360)):
+                          ("seven times a day, drink", 12360),
+                          # before a noun, only the things a recall is: a reminder, an alarm, a nudge …
+                          ("I want an hourly reminder to drink water, please.", 3600),
+                          ("Set a daily reminder: take the pills", 86400), ("set up weekly alarms for the bins", 604800),
+                          ("a daily check-in on the build, please", 86400)):
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
@@ -237,6 +241,9 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Remind me this evening to send the weekly report").every == ()
     assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
     assert said_times("Send me a daily summary in 2 hours").every == ()
+    assert said_times("the weekly reminders email came; remind me in 5 minutes to read it").every == ((
+        "weekly", 604800),)  # read, but with two times said the doubt leaves the call to the model
+    assert said_times("my hourly reminderless rate").every == ()
     assert said_times("every second week, water the cactus").every == ()
     # A repeat is not also a one-off, and words that only look like times are none.
     assert said_times("every 60 minutes remind me").once == ()
