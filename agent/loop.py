@@ -583,6 +583,11 @@ class Agent:
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])
+            if found is not None and not found.answer and attempt == 2 and step.call is not None:
+                # Told twice, the model still writes what the user's words contradict and nothing can fix: its
+                # call runs (a reminder whose instruction is its own words is still the reminder asked for).
+                log.info("call_contradicted_kept", tool=step.call.name, reason=found.reason[:300])
+                return step
             if found is not None and not found.answer:
                 step = StepDecision(call=step.call, problem=found.reason)
             if step.problem is None:

@@ -53,6 +53,28 @@ def _session_for(session_id: str | None) -> Session:
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
+# Words that say when, or that a reminder is wanted, not what it is about: the recall's own vocabulary and
+# English function words of four letters or more.
+_NOT_WHAT = frozenset("""remind reminder reminders reminding alarm alarms alert alerts nudge nudges ping pings
+notify notification recall recalls schedule every hourly daily weekly once twice thrice times minute minutes
+hour hours week weeks today tomorrow tonight morning afternoon evening night noon midnight monday tuesday
+wednesday thursday friday saturday sunday from later half please could would about after
+again also been before being does have here into just like make more need over some than that their them
+then there these they this were what when where which will with your yours want""".split())
+
+
+def _what_words(text: str) -> set[str]:
+    """The words of four letters or more that say what (not when), lower case."""
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _NOT_WHAT}
+
+
+def _shares_a_word(some: set[str], others: set[str]) -> bool:
+    """A word of ``some`` is one of ``others``, or the same word inflected ("stretch", "stretching": the
+    same first four letters)."""
+    stems = {w[:4] for w in others}
+    return any(w[:4] in stems for w in some)
+
+
 _CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|at\s+\d{1,2}|o'?clock|noon|midnight|today|tonight|"
                           r"tomorrow|morning|afternoon|evening|night|monday|tuesday|wednesday|thursday|friday|"
                           r"saturday|sunday|\d{4}-\d{2}-\d{2})\b")
@@ -126,7 +148,17 @@ class ScheduleRecallTool(Tool):
         """A call the request's own relative time contradicts, read with the recall time grammar: "in 3
         minutes" set for 17:00 (the 1.5B computed absolute times wrongly), or to run now (the 0.5B's
         'immediate'); "every hour" set once or every 5 minutes. The fix is the user's own words. A
-        request that also names a clock time or a day, or more than one time, is left to the model."""
+        request that also names a clock time or a day, or more than one time, is left to the model.
+
+        Also an instruction that takes none of the words of what the user asked for (the 0.5B's "I'm going to
+        set a reminder for you tomorrow at 20:54Z." for "Give me a nudge to stretch my legs 3 minutes from
+        now"): when it fires, the recall would do something nobody asked for. No fix: the model writes it again."""
+        instruction = str(params.get("additional_context_message") or "")
+        wanted = _what_words(request)
+        if wanted and not _shares_a_word(_what_words(instruction), wanted):
+            return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
+                                f"({request[:160]!r}): write in additional_context_message what the recall is to "
+                                "do, with the user's own words")
         said = said_times(request)
         if len(said.once) + len(said.every) != 1 or not said.plain or _CLOCK_WORDS.search(request.lower()):
             return None

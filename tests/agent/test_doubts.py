@@ -265,8 +265,8 @@ def test_an_absolute_time_stays_the_models_to_give() -> None:
             "additional_context_message": "Call the dentist."}
     assert tool.doubt(args, "Remind me tomorrow at 9 to call the dentist.") is None
     assert tool.doubt(args, "Remind me in 3 minutes and again in 5 minutes.") is None
-    assert tool.doubt(args, "On Monday, in 2 hours after lunch, remind me.") is None
-    assert tool.doubt(args, "at 14:00 remind me the meeting is in 10 minutes") is None
+    assert tool.doubt(args, "On Monday, in 2 hours after lunch, remind me to call the dentist.") is None
+    assert tool.doubt(args, "at 14:00 remind me to call the dentist, the meeting is in 10 minutes") is None
     assert tool.doubt(args, "in 2 days in the morning, remind me to call the dentist") is None
     assert tool.doubt(args, "in an hour and a half, remind me to call the dentist") is None
     assert tool.doubt(args, "every day at 9 remind me to call the dentist") is None
@@ -479,3 +479,60 @@ async def test_a_tool_whose_look_check_breaks_still_runs_and_the_turn_ends(agent
     events = await agent_env.run("Boil water to 80 degrees.")
     assert calls(events) == [("kettle", {"celsius": 80}, True)]
     assert events[-1]["type"] == "stream_end" and events[-1]["content"] == "Boiled to 80 °C."
+
+
+def test_a_reminder_whose_instruction_says_nothing_of_the_request_is_doubted() -> None:
+    """The 0.5B's instruction was its own chatter ("I'm going to set a reminder for you tomorrow at 20:54Z."
+    for "Give me a nudge to stretch my legs 3 minutes from now"): when it fired, the recall would have done
+    something nobody asked for. No fix: only the model can say what the reminder is for."""
+    from recall_app.tools import ScheduleRecallTool
+
+    tool = ScheduleRecallTool()
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    request = "Give me a nudge to stretch my legs 3 minutes from now."
+    chatter = {"call_type": "once", "when": soon,
+               "additional_context_message": "I'm going to set a reminder for you tomorrow at 20:54Z."}
+    doubt = tool.doubt(chatter, request)
+    assert doubt is not None and doubt.fix is None and not doubt.answer
+    assert "says nothing of what the user asked for" in doubt.reason and "I'm going to set" in doubt.reason
+    # What the user asked for, in any inflection, is enough; so is an instruction when the request says only when.
+    for instruction in ("Tell the user to stretch.", "Stretching time: get up!", "Remind the user: legs."):
+        assert tool.doubt({**chatter, "additional_context_message": instruction}, request) is None, instruction
+    assert tool.doubt(chatter, "Remind me in 3 minutes.") is None
+    assert tool.doubt(chatter, "Set a reminder for 3 minutes from now, please.") is None
+    # A time the words contradict as well: the instruction is asked for first (a fix would keep the chatter).
+    assert tool.doubt({**chatter, "when": "2030-01-01T17:00:00Z"}, request).fix is None
+
+
+async def test_a_reminder_with_an_unrelated_instruction_is_written_again(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon,
+                                       additional_context_message="I'm going to set a reminder for you."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when=soon,
+                     additional_context_message="Tell the user to stretch their legs.")
+    agent_env.fake.script(text="In 3 minutes I'll remind you to stretch your legs.")
+    events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["additional_context_message"], ok) == ("schedule_recall", "Tell the user to stretch their legs.", True)
+    recall = await _recall(agent_env)
+    assert recall.additional_context_message == "Tell the user to stretch their legs."
+    told = agent_env.requests()[1]["messages"]
+    assert "I'm going to set a reminder" in told[-2]["content"] and "says nothing of what the user asked" in told[-1]["content"]
+    assert shown(events) == "In 3 minutes I'll remind you to stretch your legs."
+
+
+async def test_told_twice_the_models_own_instruction_still_sets_the_reminder(agent_env) -> None:
+    """A reminder at the right time with the model's words is still the reminder asked for: better than none."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    chatter = dict(call_type="once", when=soon, additional_context_message="Ping!")
+    agent_env.fake.script(text=as_text("schedule_recall", **chatter))
+    constrained_call(agent_env.fake, "schedule_recall", **chatter)
+    constrained_call(agent_env.fake, "schedule_recall", **chatter)
+    agent_env.fake.script(text="Reminder set for 3 minutes from now.")
+    events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
+        ("schedule_recall", "Ping!", True)]
+    assert (await _recall(agent_env)).additional_context_message == "Ping!"
+    assert len(agent_env.requests()) == 4  # the call, two under the schema (the second after a repair note), the answer
