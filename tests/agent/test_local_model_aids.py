@@ -408,3 +408,48 @@ async def test_a_helper_answering_about_a_file_its_task_names_without_reading_it
     spawned = next(e for e in events if e["type"] == "tool_call" and e["tool"] == "spawn_agent")
     assert spawned["result"] == "It was written by someone." and "Navi" not in spawned["result"]
     assert events[-1]["content"] == "Your helper says someone wrote it."
+
+
+async def test_a_copied_tool_output_that_says_nothing_of_the_request_is_asked_for_again(agent_env) -> None:
+    """The 1.5B called a tool the question did not need ("What is my server called?" → get_current_datetime)
+    and answered with its raw output: asked once more, it answers the question."""
+    root = _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "other.txt"}}))
+    agent_env.fake.script(text="not named")  # other.txt, copied
+    agent_env.fake.script(text="I don't know what your server is called yet: tell me and I'll remember it.")
+    events = await agent_env.run("What is my server called?")
+    assert (root / "other.txt").read_text() == "not named\n"
+    shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert "not named" not in shown
+    assert events[-1]["content"] == "I don't know what your server is called yet: tell me and I'll remember it." == shown
+    assert agent_env.requests()[2]["messages"][-1]["content"].startswith("Answer the user's last message")
+    assert "not a copy of a tool's output" in agent_env.requests()[2]["messages"][-1]["content"]
+
+
+async def test_a_copied_tool_output_that_speaks_of_the_request_is_the_answer(agent_env) -> None:
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set", "steps": ["buy milk"]}}))
+    agent_env.fake.script(text="Your todo list has one step: buy milk.")
+    events = await agent_env.run("Put buy milk on a todo list")
+    result = next(e["result"] for e in events if e["type"] == "tool_call")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", True)]
+    assert "buy milk" in result and len(agent_env.requests()) == 2
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
+    agent_env.fake.script(text=result)  # the list, copied: it speaks of what was asked
+    events = await agent_env.run("Show me the todo list")
+    assert events[-1]["content"] == result and len(agent_env.requests()) == 4  # no second ask
+
+
+def test_only_a_copy_of_a_result_that_shares_nothing_with_the_request_is_poor() -> None:
+    from agent.aids import poor_answer
+    from agent.llm.base import ChatMessage
+
+    clock = [ChatMessage(role="tool", name="get_current_datetime", tool_call_id="c1",
+                         content="UTC: 2026-11-27T21:23:48+00:00 (Friday)\nUTC: 2026-11-27T21:23:48+00:00 (Friday, UTC+00:00)")]
+    copy = "UTC: 2026-11-27T21:23:48+00:00 (Friday)"
+    assert poor_answer(copy, clock, small=True, request="What is my server called?") is not None
+    assert poor_answer(copy, clock, small=True, request="Which day is it, Friday?") is None  # it speaks of the request
+    assert poor_answer("Your server? It is Friday, 21:23 UTC.", clock, small=True,
+                       request="What is my server called?") is None  # the model's own words: its to give
+    assert poor_answer(copy, clock, small=False, request="What is my server called?") is None  # native callers
