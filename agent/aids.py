@@ -95,7 +95,6 @@ class LoopState:
     repeats: int = 0
     previous_calls: set[tuple[str, str]] = field(default_factory=set)
     answer_retried: bool = False
-    retry_reason: str = ""  # why the answer was asked for again (``poor_answer``)
     todo_set: bool = False  # the todo list was set by a call of this turn
     doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
@@ -271,27 +270,9 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "Navi's note about a guessed path repeated"
     if small and _copies_a_description(stripped, descriptions, this_turn):
         return "a tool's description repeated"
-    if small and _says_nothing_done(stripped, this_turn, request):
+    if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
-    if small and _copies_an_unasked_result(stripped, this_turn, request):
-        return UNASKED_COPY
     return None
-
-
-UNASKED_COPY = "a tool's output copied that says nothing of the request"
-
-
-def _copies_an_unasked_result(text: str, this_turn: Sequence[ChatMessage], request: str) -> bool:
-    """The answer is a tool's raw output, copied, and shares no word or number with what the user asked:
-    the 1.5B called get_current_datetime for "What is my server called?" and answered with the clock
-    ("UTC: 2026-11-27T21:23:48+00:00 (Friday)"). A copied output that speaks of the request ("Saved note
-    #2." for a note) is the tool's own account, which the honest summary would show anyway."""
-    asked = _content_words(request)
-    if not asked or len(text) < 8:
-        return False
-    flat = " ".join(text.split())
-    copied = any(flat in " ".join(_unwrapped(m.content or "").split()) for m in successes(this_turn))
-    return copied and not asked & _content_words(text)
 
 
 SHORT_ANSWER_WORDS = 16
@@ -309,17 +290,16 @@ def _content_words(text: str) -> set[str]:
             if (len(w) >= 4 or w.isdigit()) and w not in _COMMON}
 
 
-def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage], request: str = "") -> bool:
+def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     """After tools succeeded, a short answer with no word or number of what they did — neither of the
-    calls' arguments nor of their results — nor of what the user asked says nothing of it ("I'm ready to
-    help!" after the 1.5B had set a todo list; "Sure, I can help you with that" after a reminder was set). A
-    long answer, or one naming anything of the calls, results or request, is the model's to word (after a
-    call the request did not need, the answer speaks of the request, not of that call's result)."""
+    calls' arguments nor of their results — says nothing of it ("I'm ready to help!" after the 1.5B had
+    set a todo list; "Sure, I can help you with that" after a reminder was set). A long answer, or one
+    naming anything of the calls or results, is the model's to word."""
     done = successes(this_turn)
     if not done or len(text.split()) > SHORT_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
         return False  # long, or not in English letters (the words of results cannot be compared)
     ids = {m.tool_call_id for m in done}
-    said = " ".join([request, *(_unwrapped(m.content or "") for m in done),
+    said = " ".join([*(_unwrapped(m.content or "") for m in done),
                      *(json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
                        for c in m.tool_calls if c.id in ids)])
     return not _content_words(text) & _content_words(said)
@@ -327,8 +307,7 @@ def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage], request: str
 
 def instruction_openers() -> tuple[str, ...]:
     """How Navi's own steering sentences begin (lower case): an answer that starts so is held back."""
-    return (*(sentence[:24] for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ASKED, ANSWER_NOW,
-                                                AFTER_TOOLS)
+    return (*(sentence[:24] for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, AFTER_TOOLS)
               for sentence in _sentences(instruction)), NOT_RUN.lower())
 
 
@@ -373,7 +352,7 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     this turn's tool results (``_result_steering``)."""
     said_words = re.findall(r"[a-z0-9']+", text.lower())
     said = " " + " ".join(said_words) + " "
-    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ASKED, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL,
+    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL,
                         TODO_NEXT, TODO_SET_AGAIN, MEMORY_HEADER, *more):
         words = re.findall(r"[a-z0-9']+", instruction.lower())
         if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
@@ -395,16 +374,9 @@ RETRY_IN_WORDS = ("Answer the user's last message in a sentence or two, in plain
                   "Do not refuse and do not write a tool call.")
 
 
-RETRY_ASKED = ("Answer the user's last message in a sentence or two, in plain words, from this conversation: "
-               "what the user asked, not a copy of a tool's output. Do not refuse and do not write a tool call.")
-
-
-def retry_instruction(this_turn: list[ChatMessage], reason: str = "") -> str:
+def retry_instruction(this_turn: list[ChatMessage]) -> str:
     """What the model is told when its answer is asked for once more: after tools, to say what they did
-    or what went wrong; after only Navi's notes (no tool ran), to answer in words; after it copied a tool's
-    output that says nothing of the request (``reason``), to answer what was asked."""
-    if reason == UNASKED_COPY:
-        return RETRY_ASKED
+    or what went wrong; after only Navi's notes (no tool ran), to answer in words."""
     if successes(this_turn):
         return RETRY_ANSWER
     return RETRY_AFTER_FAILURE if results(this_turn) else RETRY_IN_WORDS

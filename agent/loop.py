@@ -305,8 +305,7 @@ class Agent:
             messages = (self._context(turn) + mech.injections(iteration, todo)
                         + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
-                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:],
-                                                                                            state.retry_reason))]
+                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:]))]
             # With the aids on (or under constraints), text that may be a call written as JSON is held back
             # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
@@ -406,7 +405,6 @@ class Agent:
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
                     log.info("answer_retried", reason=why)
                     state.answer_retried = True
-                    state.retry_reason = why
                     state.force_answer = True
                     continue
                 if unread:  # what it says of the file would be made up
