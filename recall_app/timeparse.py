@@ -135,7 +135,8 @@ _SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>
 # report", "before the daily.": a word follows that is not one of the few that go on a sentence after an
 # adverb, or a determiner goes before it), nor a limit ("at most once a day"). Not "bi-weekly", "twice-daily".
 # Before a noun, the word is a repeat only where the noun is a thing a recall is ("an hourly reminder", "set
-# up daily alarms"): "a daily summary" is a kind of report, which a request may want once.
+# up daily alarms"): "a daily summary" is a kind of report, which a request may want once; and not after a
+# word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
     r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
@@ -143,6 +144,7 @@ _SAID_RATE_RE = re.compile(
     r"(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
+    r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!\bthese )(?<!\bthose )(?<!'s )"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}

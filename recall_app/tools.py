@@ -56,16 +56,18 @@ def _session_for(session_id: str | None) -> Session:
 # Words that say when, or that a reminder is wanted, not what it is about: the recall's own vocabulary and
 # English function words of four letters or more.
 _NOT_WHAT = frozenset("""remind reminder reminders reminding alarm alarms alert alerts nudge nudges ping pings
-notify notification recall recalls schedule every hourly daily weekly once twice thrice times minute minutes
-hour hours week weeks today tomorrow tonight morning afternoon evening night noon midnight monday tuesday
-wednesday thursday friday saturday sunday from later half please could would about after
+notify notification recall recalls schedule timer recurring repeat repeating every hourly daily weekly monthly
+yearly once twice thrice times second seconds minute minutes mins hour hours hrs week weeks month months year
+years today tomorrow tonight morning afternoon evening night noon midnight monday tuesday wednesday thursday
+friday saturday sunday next until starting start ahead soon from later half please thanks thank okay sure navi
+could would about after
 again also been before being does have here into just like make more need over some than that their them
 then there these they this were what when where which will with your yours want""".split())
 
 
 def _what_words(text: str) -> set[str]:
     """The words of four letters or more that say what (not when), lower case."""
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _NOT_WHAT}
+    return {w for w in re.findall(r"[^\W\d_]+", text.lower()) if len(w) >= 4 and w not in _NOT_WHAT}
 
 
 def _shares_a_word(some: set[str], others: set[str]) -> bool:
@@ -152,13 +154,23 @@ class ScheduleRecallTool(Tool):
 
         Also an instruction that takes none of the words of what the user asked for (the 0.5B's "I'm going to
         set a reminder for you tomorrow at 20:54Z." for "Give me a nudge to stretch my legs 3 minutes from
-        now"): when it fires, the recall would do something nobody asked for. No fix: the model writes it again."""
+        now"): when it fires, the recall would do something nobody asked for. No fix: the model writes it again.
+        Only once the time is right (a wrong time is fixed first, whatever the instruction says), and only
+        where the request says what in two words or more (a follow-up such as "Okay, in 3 minutes then,
+        thanks" says only when: what it is about was said before)."""
+        timing = self._time_doubt(params, request)
+        if timing is not None:
+            return timing
         instruction = str(params.get("additional_context_message") or "")
         wanted = _what_words(request)
-        if wanted and not _shares_a_word(_what_words(instruction), wanted):
+        if len(wanted) >= 2 and not _shares_a_word(_what_words(instruction), wanted):
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): write in additional_context_message what the recall is to "
                                 "do, with the user's own words")
+        return None
+
+    def _time_doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """The call's time, against the one relative time the request says (``doubt``)."""
         said = said_times(request)
         if len(said.once) + len(said.every) != 1 or not said.plain or _CLOCK_WORDS.search(request.lower()):
             return None

@@ -241,9 +241,12 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Remind me this evening to send the weekly report").every == ()
     assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
     assert said_times("Send me a daily summary in 2 hours").every == ()
-    assert said_times("the weekly reminders email came; remind me in 5 minutes to read it").every == ((
-        "weekly", 604800),)  # read, but with two times said the doubt leaves the call to the model
-    assert said_times("my hourly reminderless rate").every == ()
+    # ... nor one already there: "cancel my weekly reminder" is a one-off about a repeat.
+    for text in ("the weekly reminders email came; remind me in 5 minutes to read it", "my hourly reminderless rate",
+                 "Remind me to cancel my weekly reminder", "in 10 minutes, remind me to read the daily alerts",
+                 "stop the hourly pings", "that daily alarm is too loud", "Tom's weekly reminder"):
+        assert said_times(text).every == (), text
+    assert said_times("in 10 minutes, remind me to read the daily alerts").once == (("in 10 minutes", 600),)
     assert said_times("every second week, water the cactus").every == ()
     # A repeat is not also a one-off, and words that only look like times are none.
     assert said_times("every 60 minutes remind me").once == ()
@@ -498,10 +501,18 @@ def test_a_reminder_whose_instruction_says_nothing_of_the_request_is_doubted() -
     # What the user asked for, in any inflection, is enough; so is an instruction when the request says only when.
     for instruction in ("Tell the user to stretch.", "Stretching time: get up!", "Remind the user: legs."):
         assert tool.doubt({**chatter, "additional_context_message": instruction}, request) is None, instruction
-    assert tool.doubt(chatter, "Remind me in 3 minutes.") is None
-    assert tool.doubt(chatter, "Set a reminder for 3 minutes from now, please.") is None
-    # A time the words contradict as well: the instruction is asked for first (a fix would keep the chatter).
-    assert tool.doubt({**chatter, "when": "2030-01-01T17:00:00Z"}, request).fix is None
+    # A request that says only when (or what in one word: "call Mom" may be "Phone mom") is not judged.
+    for only_when in ("Remind me in 3 minutes.", "Set a reminder for 3 minutes from now, please.",
+                      "Okay, in 3 minutes then, thanks", "Navi, remind me in 30 seconds", "remind me in 2 days",
+                      "Remind me next month", "In 10 minutes remind me to call Mom"):
+        doubt = tool.doubt(chatter, only_when)
+        assert doubt is None or doubt.fix is not None, only_when  # at most the time, which has its fix
+    # A wrong time is fixed first, whatever the instruction says: the fix runs with no model call.
+    late = tool.doubt({**chatter, "when": "2030-01-01T17:00:00Z"}, request)
+    assert late is not None and late.fix == {"call_type": "once", "when": "3 minutes from now", "interval_seconds": None}
+    # Words in any alphabet are words.
+    assert tool.doubt({**chatter, "additional_context_message": "Beine dehnen"},
+                      "Erinnere mich in 3 Minuten daran, die Beine zu dehnen.") is None
 
 
 async def test_a_reminder_with_an_unrelated_instruction_is_written_again(agent_env) -> None:
@@ -526,13 +537,28 @@ async def test_told_twice_the_models_own_instruction_still_sets_the_reminder(age
     """A reminder at the right time with the model's words is still the reminder asked for: better than none."""
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    chatter = dict(call_type="once", when=soon, additional_context_message="Ping!")
+    chatter = dict(call_type="once", when=soon, additional_context_message="Nudge!")
     agent_env.fake.script(text=as_text("schedule_recall", **chatter))
     constrained_call(agent_env.fake, "schedule_recall", **chatter)
     constrained_call(agent_env.fake, "schedule_recall", **chatter)
     agent_env.fake.script(text="Reminder set for 3 minutes from now.")
     events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
     assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
-        ("schedule_recall", "Ping!", True)]
-    assert (await _recall(agent_env)).additional_context_message == "Ping!"
+        ("schedule_recall", "Nudge!", True)]
+    assert (await _recall(agent_env)).additional_context_message == "Nudge!"
     assert len(agent_env.requests()) == 4  # the call, two under the schema (the second after a repair note), the answer
+
+
+async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> None:
+    """Told twice about its instruction, the model's call runs, but never at a time the request contradicts."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon, additional_context_message="Nudge!"))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="2030-01-01T17:00:00Z",
+                     additional_context_message="Nudge!")
+    agent_env.fake.script(text="Reminder set for 3 minutes from now.")
+    asked = timezone.now()
+    events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
+    recall = await _recall(agent_env)
+    assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
