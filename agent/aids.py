@@ -277,11 +277,13 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
 
 SHORT_ANSWER_WORDS = 16
 # Words too common to show that an answer speaks of a result.
-_COMMON = frozenset("""about after again also been before being could does from have here into just like make more
-need over some than that their them then there these they this were what when where which will with would your
-yours""".split()) | {"done", "finished", "completed", "success", "successful", "successfully"}
-# English function words of four letters or more, and words that say only that something went well ("Done."
-# after the 1.5B set a todo list; a todo result reads "(0/2 done)", which made the bare word look like news)
+# English function words of four letters or more.
+FUNCTION_WORDS = frozenset("""about after again also been before being could does from have here into just like make
+more need over some than that their them then there these they this were what when where which will with would
+your yours""".split())
+_COMMON = FUNCTION_WORDS | {"done", "finished", "completed", "success", "successful", "successfully"}
+# Function words, and words that say only that something went well ("Done." after the 1.5B set a todo list; a
+# todo result reads "(0/2 done)", which made the bare word look like news)
 
 
 def _content_words(text: str) -> set[str]:

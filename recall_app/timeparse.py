@@ -137,14 +137,15 @@ _SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>
 # Before a noun, the word is a repeat only where the noun is a thing a recall is ("an hourly reminder", "set
 # up daily alarms"): "a daily summary" is a kind of report, which a request may want once; and not after a
 # word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
+_POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"  # one already there
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
     r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
     r"(?P<per>minute|hour|day|week)(?![\w-])|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
-    r"(?<!\bthe )(?<!\ba )(?<!\ban )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"
+    rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
-    r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!\bthese )(?<!\bthose )(?<!'s )"
+    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -199,8 +200,9 @@ def said_times(text: str) -> SaidTimes:
 def _rate_seconds(match: re.Match[str]) -> int | None:
     """The interval a repeat said as a rate means, in whole minutes ("twice a day": every 12 hours); None
     for no count ("zero times a day") or an interval under a minute."""
-    if match.group("adverb") or match.group("kind"):
-        return _UNITS[_ADVERB_UNITS[match.group("adverb") or match.group("kind")]]
+    adverb = match.group("adverb") or match.group("kind")
+    if adverb:
+        return _UNITS[_ADVERB_UNITS[adverb]]
     if match.group("other"):
         return 2 * _UNITS[match.group("other")]
     count = match.group("count").split()[0]

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from agent.aids import FUNCTION_WORDS
 from agent.ctx import current_session_id, current_user_id
 from agent.decide import GRAMMAR_PATTERN
 from agent.domains import DOMAIN_KEY, TOOLS
@@ -52,17 +53,14 @@ def _session_for(session_id: str | None) -> Session:
         raise ToolError(exc.message) from None
 
 
-# A request that also names a clock time or a day: its times are the model's to combine.
-# Words that say when, or that a reminder is wanted, not what it is about: the recall's own vocabulary and
-# English function words of four letters or more.
-_NOT_WHAT = frozenset("""remind reminder reminders reminding alarm alarms alert alerts nudge nudges ping pings
-notify notification recall recalls schedule timer recurring repeat repeating every hourly daily weekly monthly
-yearly once twice thrice times second seconds minute minutes mins hour hours hrs week weeks month months year
-years today tomorrow tonight morning afternoon evening night noon midnight monday tuesday wednesday thursday
-friday saturday sunday next until starting start ahead soon from later half please thanks thank okay sure navi
-could would about after
-again also been before being does have here into just like make more need over some than that their them
-then there these they this were what when where which will with your yours want""".split())
+# Words that say when, or that a reminder is wanted, not what it is about: the recall's own vocabulary, and
+# English function words.
+_NOT_WHAT = FUNCTION_WORDS | frozenset("""remind reminder reminders reminding alarm alarms alert alerts nudge
+nudges ping pings notify notification recall recalls schedule timer recurring repeat repeating every hourly daily
+weekly monthly yearly once twice thrice times second seconds minute minutes mins hour hours hrs week weeks month
+months year years today tomorrow tonight morning afternoon evening night noon midnight monday tuesday wednesday
+thursday friday saturday sunday next until starting start ahead soon from later half please thanks thank okay
+sure navi want""".split())
 
 
 def _what_words(text: str) -> set[str]:
@@ -77,6 +75,7 @@ def _shares_a_word(some: set[str], others: set[str]) -> bool:
     return any(w[:4] in stems for w in some)
 
 
+# A request that also names a clock time or a day: its times are the model's to combine.
 _CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|at\s+\d{1,2}|o'?clock|noon|midnight|today|tonight|"
                           r"tomorrow|morning|afternoon|evening|night|monday|tuesday|wednesday|thursday|friday|"
                           r"saturday|sunday|\d{4}-\d{2}-\d{2})\b")
