@@ -5,8 +5,8 @@
     .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
                                          [--budget-minutes 50] [--json FILE]
 
-``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (72 tasks: 12
-intents × 6 phrasings, fixed halves: ``--half dev|test|fresh|both|all``, both = dev and test); ``--suite ten`` (the
+``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (96 tasks: 12
+intents × 8 phrasings, fixed halves: ``--half dev|test|fresh|fresh2|both|all``, both = dev and test); ``--suite ten`` (the
 default) the ten tasks of ``tests/realmodel/scenarios.py``. Modes: ``constrained`` (decisions
 under a schema, aids on: the shipped local_small), ``native`` (the model's own tool calls, aids
 on), ``bare`` (native, aids off); ``on``/``off`` are the aids with the profile's tool calling
@@ -176,7 +176,7 @@ def main() -> None:
 
 
 def halves(results: list[dict[str, Any]], modes: list[str]) -> str:
-    """Success per half of the broad suite (dev: tuned on; test and fresh: reported only) and mode."""
+    """Success per half of the broad suite (dev: tuned on; the others: reported only) and mode."""
     split = {t.name: t.split for t in broad.TASKS}
     lines = ["| half | " + " | ".join(f"{m}: success | {m}: median s" for m in modes) + " |",
              "|---|" + "---|---|" * len(modes)]

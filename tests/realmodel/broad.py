@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 6 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 8 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -11,7 +11,8 @@ dev, the next two test). Prompts, tool descriptions and aids are tuned on the de
 the test half is run to report, never to change anything. The test half was read after rounds 1
 to 8 had reported it, so round 9 added a **fresh** half (phrasings 5 and 6 of every intent, in
 ``FRESH``), written before that round changed anything and run only to report: a half nobody has
-tuned on, for as long as its runs are only reported. Distinctive values (codes, numbers,
+tuned on, for as long as its runs are only reported. Round 9 then read the fresh half's failures and
+fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -76,7 +77,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..3
+    phrasing: int  # 0..7 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -89,8 +90,8 @@ class Task:
         return SPLIT[self.phrasing]
 
 
-SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh")  # by phrasing index, the same for every intent
-HALVES = ("dev", "test", "fresh")
+SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2")  # by phrasing index, for every intent
+HALVES = ("dev", "test", "fresh", "fresh2")
 
 
 def _clock() -> float:
@@ -113,7 +114,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "At what temperature in Celsius does water boil at sea level?": ("100",),
              # the fresh half (round 9)
              "What's the largest ocean on Earth?": ("pacific",),
-             "How many days are there in a leap year?": ("366",)}
+             "How many days are there in a leap year?": ("366",),
+             # the second fresh half (round 10)
+             "Who painted the Mona Lisa?": ("leonardo", "vinci"),
+             "How many sides does a hexagon have?": ("6", "six")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -341,12 +345,35 @@ FRESH: dict[str, tuple[str, str]] = {
                  "Get a subagent to check facts.txt for the magic number and tell me."),
 }
 
+# Round 10's held-out phrasings: the fresh half was read after round 9 reported it and fixes followed,
+# so these were written, and run once with round 9's code, before round 10 changed anything.
+FRESH2: dict[str, tuple[str, str]] = {
+    "greeting": ("Hiya, nice to meet you.", "Morning! Hope you're doing well."),
+    "plain_question": ("Who painted the Mona Lisa?", "How many sides does a hexagon have?"),
+    "date_time": ("What year, month and day is it?", "Could you check what time it is?"),
+    "read_file": ("Pull the codename out of project.txt for me.", "project.txt has a codename in it. What is it?"),
+    "file_question": ("Tell me the name of the person who wrote report.txt.", "Who's report.txt by?"),
+    "write_file": ("Please create shopping.txt containing milk, eggs and bread.",
+                   "I need a file shopping.txt with three lines: milk, eggs, bread."),
+    "note": ("Write a quick note for me: plumber, invoice {v}, needs a call.",
+             "Could you add to my notes that invoice {v} needs a call to the plumber?"),
+    "remember": ("FYI, my server goes by the name {v}. Remember it.", "Store this fact about me: my server is named {v}."),
+    "remind_once": ("Alert me in three minutes: time to stretch my legs.",
+                    "Could you remind me to do some stretching in 3 minutes?"),
+    "remind_every": ("Tell me to drink water once every hour from now on.", "Nag me every hour about drinking water."),
+    "todo": ("I have two things to do: buy stamps and post the letter. Make me a to-do list.",
+             "Add 'buy stamps' and 'post the letter' to a new to-do list."),
+    "subagent": ("Send a subagent to read facts.txt and come back with the magic number.",
+                 "Ask a helper agent what the magic number in facts.txt is."),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
-                     for intent, (run, texts) in PHRASINGS.items() for i, text in enumerate(texts + FRESH[intent])]
+                     for intent, (run, texts) in PHRASINGS.items()
+                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
-    """The tasks of ``half`` ("dev", "test", "fresh"; "both" is dev and test, "all" every one), in a fixed order."""
+    """The tasks of ``half`` (one of HALVES; "both" is dev and test, "all" every one), in a fixed order."""
     if half not in (*HALVES, "both", "all"):
-        raise ValueError(f"unknown half {half!r}: use dev, test, fresh, both (dev and test) or all")
+        raise ValueError(f"unknown half {half!r}: use {', '.join(HALVES)}, both (dev and test) or all")
     return [t for t in TASKS if half == "all" or t.split == half or half == "both" and t.split in ("dev", "test")]
