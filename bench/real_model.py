@@ -9,7 +9,8 @@
 intents × 8 phrasings, fixed halves: ``--half dev|test|fresh|fresh2|both|all``, both = dev and test); ``--suite ten`` (the
 default) the ten tasks of ``tests/realmodel/scenarios.py``. Modes: ``constrained`` (decisions
 under a schema, aids on: the shipped local_small), ``native`` (the model's own tool calls, aids
-on), ``bare`` (native, aids off); ``on``/``off`` are the aids with the profile's tool calling
+on), ``bare`` (native, aids off), ``-<aid>`` (constrained with that one aid off, e.g. ``-doubts``: its
+uplift); ``on``/``off`` are the aids with the profile's tool calling
 unchanged (constrained since issue 24).
 
 Starts a live Navi (``manage.py start`` in a subprocess, its own data directory) whose
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.realmodel import broad  # noqa: E402
 from tests.realmodel.scenarios import (  # noqa: E402
+    MODES,
     TASKS,
     Env,
     default_model_url,
@@ -65,6 +67,9 @@ async def bench(args: argparse.Namespace) -> list[dict[str, Any]]:
     runners = _runners(args)
     tasks = args.tasks.split(",") if args.tasks else list(runners)
     modes = [m.strip() for m in args.modes.split(",")]
+    unknown = [m for m in modes if m not in MODES and not (m.startswith("-") and len(m) > 1)]
+    if unknown:
+        sys.exit(f"unknown mode(s) {', '.join(unknown)}: use {', '.join(MODES)} or -<aid> (one aid off)")
     navi = start_navi_for_model(Path(tempfile.mkdtemp(prefix="navi-bench-realmodel-")), url, alias)
     results = RESULTS
     counter = 0

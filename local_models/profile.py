@@ -6,6 +6,7 @@ call costs seconds on a CPU and the model rarely uses them well).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 PROFILE_ID = "local_small"
@@ -34,8 +35,9 @@ You are a helper. Do the task you were given with your tools, then answer with t
 in one or two sentences, copying numbers, names and dates exactly."""
 
 
-def profile_defaults(*, alias: str, aids: bool = True, constrained: bool = True) -> dict[str, Any]:
-    """Field values of the ``local_small`` AgentProfile."""
+def profile_defaults(*, alias: str, aids: bool = True, constrained: bool = True,
+                     aids_off: Sequence[str] = ()) -> dict[str, Any]:
+    """Field values of the ``local_small`` AgentProfile (``aids_off``: single aids switched off)."""
     return {
         "name": "Local small model",
         "system_prompt": SYSTEM_PROMPT,
@@ -60,18 +62,25 @@ def profile_defaults(*, alias: str, aids: bool = True, constrained: bool = True)
         "subagent_timeout_seconds": 300,
         "scratchpad_sections": [],
         "local_model_aids_enabled": aids,
+        "local_model_aids_off": list(aids_off),
         "tool_calling": "constrained" if constrained else "native",
         "prompt_budget_tokens": 2000,
         "is_active": True,
     }
 
 
-def profile_upsert(*, alias: str, aids: bool = True, constrained: bool = True) -> tuple[Any, bool]:
-    """Create or update ``local_small``; returns (profile, created). Invalidates cached contexts."""
-    from profiles_app.models import AgentProfile
+def profile_upsert(*, alias: str, aids: bool = True, constrained: bool = True,
+                   aids_off: Sequence[str] = ()) -> tuple[Any, bool]:
+    """Create or update ``local_small``; returns (profile, created). Invalidates cached contexts. An
+    unknown name in ``aids_off`` raises ValueError naming the valid ones, before anything is saved."""
+    from profiles_app.models import LOCAL_MODEL_AIDS, AgentProfile
 
+    unknown = [a for a in aids_off if a not in LOCAL_MODEL_AIDS]
+    if unknown:
+        raise ValueError(f"unknown local-model aid(s) {', '.join(map(repr, unknown))}: "
+                         f"use names from {', '.join(LOCAL_MODEL_AIDS)}")
     profile, created = AgentProfile.objects.update_or_create(id=PROFILE_ID, defaults=profile_defaults(
-        alias=alias, aids=aids, constrained=constrained))
+        alias=alias, aids=aids, constrained=constrained, aids_off=aids_off))
     try:
         from agent.loop import get_agent
 

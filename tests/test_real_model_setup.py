@@ -201,3 +201,24 @@ def test_thread_count_is_passed_to_the_server_and_a_bad_one_is_refused(tmp_path:
     assert "--n_threads 1 --n_threads_batch 1" in " ".join(cmd)
     with pytest.raises(CommandError, match="'0' is not a thread count: give a whole number from 1 to 64"):
         call_command("real_model", "start", "--threads", "0", "--cache", str(tmp_path))
+
+
+@pytest.mark.django_db
+def test_profile_switches_single_aids_off_and_refuses_an_unknown_one_without_saving(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from profiles_app.models import AgentProfile
+
+    out = StringIO()
+    call_command("real_model", "profile", "--cache", str(tmp_path), "--aids-off", "doubts, nudges", stdout=out)
+    profile = AgentProfile.objects.get(id="local_small")
+    assert profile.local_model_aids_off == ["doubts", "nudges"] and profile.local_model_aids_enabled
+    assert "local-model aids on except doubts, nudges" in out.getvalue()
+    with pytest.raises(CommandError, match="--aids-off: unknown local-model aid\\(s\\) 'telepathy': use names from"):
+        call_command("real_model", "profile", "--cache", str(tmp_path), "--aids-off", "telepathy")
+    assert AgentProfile.objects.get(id="local_small").local_model_aids_off == ["doubts", "nudges"]
+    call_command("real_model", "profile", "--cache", str(tmp_path), stdout=out)
+    assert AgentProfile.objects.get(id="local_small").local_model_aids_off == []

@@ -417,11 +417,14 @@ def set_aids(navi: LiveNavi, alias: str, on: bool) -> None:
     navi.manage("real_model", "profile", "--model", model_key(alias), "--aids", "on" if on else "off")
 
 
-# Benchmark modes: (aids, constrained decisions).
+# Benchmark modes: (aids, constrained decisions). "-<aid>" (e.g. "-doubts") is "constrained" with that one
+# aid switched off, to measure its uplift.
 MODES = {"on": ("on", "on"), "off": ("off", "on"), "constrained": ("on", "on"), "native": ("on", "off"),
          "bare": ("off", "off")}
 
 
 def set_mode(navi: LiveNavi, alias: str, mode: str) -> None:
-    aids, constraints = MODES[mode]
-    navi.manage("real_model", "profile", "--model", model_key(alias), "--aids", aids, "--constraints", constraints)
+    off = mode[1:] if mode.startswith("-") else ""
+    aids, constraints = MODES["constrained" if off else mode]
+    navi.manage("real_model", "profile", "--model", model_key(alias), "--aids", aids, "--constraints", constraints,
+                "--aids-off", off)

@@ -4,7 +4,7 @@
     python manage.py real_model start [--port 8089] [--model qwen]
     python manage.py real_model stop
     python manage.py real_model status
-    python manage.py real_model profile [--model qwen] [--aids on|off] [--constraints on|off]
+    python manage.py real_model profile [--model qwen] [--aids on|off] [--constraints on|off] [--aids-off a,b]
 
 Everything lives in the cache directory (``--cache``, else $NAVI_REAL_MODEL_DIR, else
 ~/.cache/navi/real-model), never in the repository.
@@ -37,6 +37,8 @@ class Command(BaseCommand):
                             help="profile: the local-model aids of local_small (for comparisons).")
         parser.add_argument("--constraints", choices=["on", "off"], default="on",
                             help="profile: constrained decisions (on) or native tool calls (off) for local_small.")
+        parser.add_argument("--aids-off", default="", metavar="AID[,AID]",
+                            help="profile: single local-model aids to switch off (for measuring each one's uplift).")
         parser.add_argument("--no-profile", action="store_true", help="setup: do not create the local_small profile.")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -99,11 +101,15 @@ Stop the server with: python manage.py real_model stop""")
     def _profile(self, spec: catalog.ModelSpec, paths: server.Paths, opts: dict[str, Any]) -> None:
         # On a fresh clone `setup` may run before Navi ever started: create the tables first, as `start` does.
         call_command("migrate", interactive=False, verbosity=0)
-        _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on",
-                                    constrained=opts["constraints"] == "on")
+        off = [a.strip() for a in opts["aids_off"].split(",") if a.strip()]
+        try:
+            _, created = profile_upsert(alias=spec.alias, aids=opts["aids"] == "on",
+                                        constrained=opts["constraints"] == "on", aids_off=off)
+        except ValueError as exc:
+            raise CommandError(f"--aids-off: {exc}") from None
         self._echo(f"profile: {PROFILE_ID} {'created' if created else 'updated'} "
-                   f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']}, "
-                   f"constrained decisions {opts['constraints']})")
+                   f"(llm_backend=openai, model={spec.alias}, local-model aids {opts['aids']}"
+                   f"{' except ' + ', '.join(off) if off else ''}, constrained decisions {opts['constraints']})")
 
 
 def _threads(value: str) -> int:
