@@ -35,7 +35,8 @@ def _waiting_approval(recall: Recall) -> dict[str, Any] | None:
     from approvals_app.models import Approval
 
     run = recall.runs.filter(finished_at__isnull=True, outcome=RecallRun.Outcome.WAITING_APPROVAL).first()
-    approval = Approval.objects.filter(pk=run.approval_id, status=Approval.Status.PENDING).first() if run else None
+    approval = (Approval.objects.filter(pk=run.approval_id, status=Approval.Status.PENDING).first()
+                if run is not None and run.approval_id is not None else None)
     if approval is None:
         return None
     return {"approval_id": str(approval.pk), "tool": approval.tool, "reason": approval.reason,
