@@ -148,7 +148,8 @@ class ScheduleRecallTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A call the request's own relative time contradicts, read with the recall time grammar: "in 3
         minutes" set for 17:00 (the 1.5B computed absolute times wrongly), or to run now (the 0.5B's
-        'immediate'); "every hour" set once or every 5 minutes. The fix is the user's own words. A
+        'immediate'); "every hour" set once, every 5 minutes, or first at 07:00 the next morning (a first
+        time further away than one interval). The fix is the user's own words. A
         request that also names a clock time or a day, or more than one time, is left to the model.
 
         Also an instruction that takes none of the words of what the user asked for (the 0.5B's "I'm going to
@@ -178,11 +179,14 @@ class ScheduleRecallTool(Tool):
             words, seconds = said.every[0]
             interval = params.get("interval_seconds")
             start = self._ahead(params, allow_past=True)
+            # A start further away than one interval is no start the user said (none is, in such a request): the
+            # 1.5B began "every hour" at 07:00 the next morning.
+            late = start is not None and (start - timezone.now()).total_seconds() > seconds * 1.1
             if (kind == "recurring" and isinstance(interval, int | float) and abs(interval - seconds) <= seconds * 0.1
-                    and start is not None):
+                    and start is not None and not late):
                 return None  # as asked (a start the parser cannot read, "every 60 minutes", is fixed below)
             fix: dict[str, Any] = {"call_type": "recurring", "interval_seconds": seconds}
-            if start is None:
+            if start is None or late:
                 fix["when"] = _duration_words(seconds)
             return Doubt(reason=f"the user asked for a repeat ({words!r}): call_type 'recurring', interval_seconds "
                                 f"{seconds}", fix=fix)

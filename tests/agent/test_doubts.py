@@ -188,6 +188,32 @@ async def test_a_recurring_reminder_with_a_past_start_starts_one_interval_from_n
     assert timedelta(minutes=119) <= recall.trigger_at - asked <= timedelta(minutes=121)
 
 
+async def test_a_repeat_first_due_later_than_one_interval_starts_one_interval_from_now(agent_env) -> None:
+    """The 1.5B set "every hour" from 07:00 the next morning: the user said no start, and waited all night."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    morning = (timezone.now() + timedelta(hours=8)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when=morning,
+                                       interval_seconds=3600, additional_context_message="Remind the user to drink water."))
+    agent_env.fake.script(text="Every hour I'll remind you to drink water.")
+    asked = timezone.now()
+    events = await agent_env.run("Every hour, tell me to drink water.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["interval_seconds"], ok) == ("schedule_recall", 3600, True) and args["when"] != morning
+    recall = await _recall(agent_env)
+    assert timedelta(minutes=59) <= recall.trigger_at - asked <= timedelta(minutes=61)
+
+
+async def test_a_daily_repeat_first_due_within_the_day_keeps_its_start(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    later = (timezone.now() + timedelta(hours=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when=later,
+                                       interval_seconds=86400, additional_context_message="Remind the user to water the plants."))
+    agent_env.fake.script(text="Every day I'll remind you to water the plants.")
+    events = await agent_env.run("Remind me every day to water the plants.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], ok) == ("schedule_recall", later, True)
+
+
 async def test_a_repeat_whose_start_the_parser_cannot_read_starts_one_interval_from_now(agent_env) -> None:
     """The 1.5B wrote when "every 60 minutes" beside the right interval: the call failed and no reminder was set."""
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
