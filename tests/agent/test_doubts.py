@@ -97,6 +97,36 @@ async def test_an_existing_file_and_a_write_are_never_doubted(agent_env, setting
     assert (folder / "copy.txt").read_text() == "4242"
 
 
+async def test_a_file_name_with_a_word_of_the_request_before_it_is_the_file_the_user_named(agent_env, settings) -> None:
+    """The 0.5B wrote "file shopping.txt" for "I need a file shopping.txt with …": the user got no shopping.txt."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="the file todo.md", content="call Bob"))
+    agent_env.fake.script(text="I wrote 'call Bob' into todo.md.")
+    events = await agent_env.run("Make me the file todo.md that says call Bob.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["path"], ok) == ("filesystem", "todo.md", True)
+    assert (folder / "todo.md").read_text() == "call Bob" and not (folder / "the file todo.md").exists()
+    (folder / "my plan.md").write_text("Step one: call Bob.")  # a name with a space that is there is the file
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="my plan.md"))
+    agent_env.fake.script(text="Step one is to call Bob.")
+    events = await agent_env.run("What does my plan.md say?")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["path"], ok) == ("filesystem", "my plan.md", True)
+
+
+def test_a_file_name_with_a_space_stays_when_quoted_or_not_the_users() -> None:
+    from tools_app.builtins.filesystem import _unspaced
+
+    assert _unspaced("my notes.txt", 'Save it in "my notes.txt".') is None  # quoted: the user's own name
+    assert _unspaced("my notes.txt", "Save it in 'my notes.txt' please") is None
+    assert _unspaced("my notes.txt", "Save it in my notes.txt") == "notes.txt"
+    assert _unspaced("docs/file a.txt", "append it to a.txt") == "docs/a.txt"
+    assert _unspaced("notes.txt", "Save it in my notes.txt") is None  # no space
+    assert _unspaced("shopping list", "Save a shopping list") is None  # no file name
+    assert _unspaced("old plan.md", "Write plan.txt") is None  # the last word is no file the user named
+
+
 async def test_with_the_aid_off_a_guessed_read_runs(agent_env) -> None:
     await constrained(agent_env, local_model_aids_off=["doubts"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="spider_legs.txt"))

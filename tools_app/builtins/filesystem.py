@@ -380,10 +380,20 @@ class FilesystemTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A look at a path that is not there and that the request does not name is a guess (Qwen 1.5B
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
-        what the folder has. A path the user named runs even if missing: its error is the answer."""
+        what the folder has. A path the user named runs even if missing: its error is the answer.
+
+        Any action: a file name with a space that is not there, whose last word is a file name the user
+        wrote, unquoted, is that file (the 0.5B wrote "file shopping.txt" for "I need a file shopping.txt
+        with …"): a name with a space is the user's only when quoted."""
         raw = params.get("path")
+        if not isinstance(raw, str) or not raw.strip():
+            return None
+        meant = _unspaced(raw, request)
+        if meant is not None:
+            return Doubt(reason=f"the user named the file {Path(meant).name!r}, not {Path(raw.strip()).name!r}",
+                         fix={"path": meant})
         # Any look (an "exists" too: the note says the same, that the path is not there, without a card).
-        if str(params.get("action", "")) in WRITE_ACTIONS or not isinstance(raw, str) or not raw.strip():
+        if str(params.get("action", "")) in WRITE_ACTIONS:
             return None
         if _named(raw, request):
             return None
@@ -415,6 +425,25 @@ def _named(raw: str, request: str) -> bool:
         return False  # a bare word ("planets") names no file however the request uses it
     # The file name as a whole, after a space, a quote or a folder ("docs/report.txt", "./report.txt").
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w/-])", said) is not None
+
+
+def _unspaced(raw: str, request: str) -> str | None:
+    """The path meant when ``raw``'s file name has a space but the user wrote only its last word as a
+    file name ("a file shopping.txt" read as "file shopping.txt"); None when the name is as written: no
+    space, quoted in the request ("'my notes.txt'"), already there, or its last word no file the user named."""
+    path = Path(raw.strip())
+    words = path.name.split()
+    if len(words) < 2 or not _named(words[-1], request):
+        return None
+    quoted = rf"[\"'`“‘«]{re.escape(path.name.lower())}[\"'`”’»]"
+    if re.search(quoted, request.lower()):
+        return None
+    try:
+        if resolve_path(raw).exists():
+            return None
+    except ToolError:
+        pass
+    return str(path.with_name(words[-1]))
 
 
 _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}_")
