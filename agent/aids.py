@@ -34,8 +34,8 @@ None of them looks at the wording of a request: they act on what the model did.
   exactly (the tool's ``fix``), else written again under the schema, told why; and for any tool,
   optional numbers and optional choices (enumerated values) the user did not say are left to their
   defaults (``decide.without_unsaid_options``);
-- [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, or a
-  tool call is asked for once more; a second failure is replaced by an honest summary of what was
+- [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, a tool
+  call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.
 """
 from __future__ import annotations
@@ -252,13 +252,14 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
-                descriptions: Sequence[str] = (), request: str = "") -> str | None:
+                descriptions: Sequence[str] = (), request: str = "", streamed: str = "") -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
     and must not copy the offered tools' ``descriptions`` (after a reminder was set, the 0.5B answered
     "The user's personal notes were added to long-term memory right away, so you know it in future
-    conversations", from memory_save's). ``request``: the user's words of this turn."""
+    conversations", from memory_save's). ``request``: the user's words of this turn. ``streamed``: what of
+    ``text`` the user saw already (an answer that echoes the request is judged only while held)."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -272,7 +273,33 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "a tool's description repeated"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
+    if small and not streamed and this_turn and _echoes_request(stripped, request):
+        return "the user's request repeated"
     return None
+
+
+REQUEST_ECHO_WORDS = 5  # a request this long, repeated whole in an answer, is an echo and no answer
+_WORD = re.compile(r"\w+")
+
+
+def _request_lines(request: str) -> list[list[str]]:
+    return [words for line in request.splitlines() if len(words := _WORD.findall(line.lower())) >= REQUEST_ECHO_WORDS]
+
+
+def _echoes_request(text: str, request: str) -> bool:
+    """The answer holds one of the user's messages whole, word for word: after the 1.5B set a todo list it
+    answered "I have two things to do: buy stamps and post the letter. Make me a to-do list.", the request
+    itself, and after setting a reminder "Sure, I can help you with that. Could you remind me to …", the
+    request after a preamble. Words of the request in another order, or a part of it, are the model's own."""
+    said = " " + " ".join(_WORD.findall(text.lower())) + " "
+    return any(" " + " ".join(words) + " " in said for words in _request_lines(request))
+
+
+def request_openers(request: str) -> tuple[str, ...]:
+    """How the user's own messages begin (lower case, as ``StreamedCall`` compares): an answer that starts
+    so is held, so that an echo of the request can be asked for again before anyone saw it."""
+    return tuple(" ".join(line.lower().replace("\u2019", "'").split())[:24] for line in request.splitlines()
+                 if len(_WORD.findall(line)) >= REQUEST_ECHO_WORDS)
 
 
 SHORT_ANSWER_WORDS = 16

@@ -33,6 +33,7 @@ from agent.aids import (
     nudges,
     observe,
     poor_answer,
+    request_openers,
     results,
     retry_instruction,
     successes,
@@ -310,7 +311,9 @@ class Agent:
             # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
-                                hold_refusal=self._may_retry(turn, state), hold_openers=instruction_openers(),
+                                hold_refusal=self._may_retry(turn, state),
+                                hold_openers=(*instruction_openers(),
+                                              *(request_openers(_said(turn, state)) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
@@ -395,7 +398,7 @@ class Agent:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else poor_answer(
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
-                    request=_said(turn, state))
+                    request=_said(turn, state), streamed=call.streamed_text)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)

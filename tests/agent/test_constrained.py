@@ -181,6 +181,42 @@ async def test_after_successful_tools_a_refusal_is_asked_again_and_never_shown(a
     assert "Your tools did their work" in agent_env.fake.chat_requests[-1].json["messages"][-1]["content"]
 
 
+async def test_an_answer_that_repeats_the_request_is_asked_for_again_before_anyone_sees_it(agent_env) -> None:
+    """The 1.5B set the list, then answered with the user's own message (17 words: too long to be held as short)."""
+    await constrained(agent_env)
+    request = "I have two errands today: collect the parcel and water the garden. Please make me a to-do list."
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["collect the parcel", "water the garden"]))
+    agent_env.fake.script(text=request)
+    agent_env.fake.script(text="Your to-do list has two steps: collect the parcel, then water the garden.")
+    events = await agent_env.run(request)
+    assert shown(events) == "Your to-do list has two steps: collect the parcel, then water the garden."
+    assert events[-1]["content"] == shown(events)
+
+
+async def test_a_request_repeated_twice_becomes_an_honest_summary(agent_env) -> None:
+    await constrained(agent_env)
+    request = "Could you put collect the parcel and water the garden on a to-do list for me?"
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["collect the parcel", "water the garden"]))
+    agent_env.fake.script(text=request.upper())  # opens like the request: held
+    agent_env.fake.script(text="Sure, I can help you with that. " + request)  # the last attempt is held whole
+    events = await agent_env.run(request)
+    final = events[-1]["content"]
+    assert "collect the parcel" in final and "water the garden" in final and "Could you" not in final
+    assert shown(events) == final
+
+
+def test_only_the_whole_request_word_for_word_is_an_echo() -> None:
+    from agent.aids import _echoes_request, request_openers
+
+    request = "Nag me every hour about drinking water."
+    assert _echoes_request("Okay! nag me, every hour about drinking water", request)
+    assert not _echoes_request("I will nag you every hour about drinking water.", request)  # its own words
+    assert not _echoes_request("Every hour about drinking water, set.", request)  # a part of it
+    assert not _echoes_request("Read notes.txt", "Read notes.txt")  # too short to tell
+    assert _echoes_request("Done: make a list of my errands", "hi\nmake a list of my errands")  # one of the messages
+    assert request_openers("Hi\nNag me every hour about drinking water.") == ("nag me every hour about ",)
+
+
 async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
     await constrained(agent_env)
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
