@@ -252,14 +252,16 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
-                descriptions: Sequence[str] = (), request: str = "", streamed: str = "") -> str | None:
+                descriptions: Sequence[str] = (), request: str = "", asked: Sequence[str] = (),
+                streamed: str = "") -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
     and must not copy the offered tools' ``descriptions`` (after a reminder was set, the 0.5B answered
     "The user's personal notes were added to long-term memory right away, so you know it in future
-    conversations", from memory_save's). ``request``: the user's words of this turn. ``streamed``: what of
-    ``text`` the user saw already (an answer that echoes the request is judged only while held)."""
+    conversations", from memory_save's). ``request``: the user's words of this turn, ``asked`` the same as
+    messages. ``streamed``: what of ``text`` the user saw already (an echo of a message is judged only while
+    nobody saw it)."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -273,33 +275,37 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "a tool's description repeated"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
-    if small and not streamed and this_turn and _echoes_request(stripped, request):
+    if small and not streamed and this_turn and _echoes_request(stripped, asked):
         return "the user's request repeated"
     return None
 
 
-REQUEST_ECHO_WORDS = 5  # a request this long, repeated whole in an answer, is an echo and no answer
+REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated whole in an answer, is an echo
 _WORD = re.compile(r"\w+")
 
 
-def _request_lines(request: str) -> list[list[str]]:
-    return [words for line in request.splitlines() if len(words := _WORD.findall(line.lower())) >= REQUEST_ECHO_WORDS]
+def _echoes_request(text: str, asked: Sequence[str]) -> bool:
+    """The answer repeats one of the user's messages whole, word for word, from the start of one of its
+    sentences: after the 1.5B set a todo list it answered "I have two things to do: buy stamps and post the
+    letter. Make me a to-do list.", the request itself, and after setting a reminder "Sure, I can help you
+    with that. Could you remind me to …". Words of a message in another order, a part of it (a line the user
+    dictated), or a message inside a sentence of the model's own ("Got it! I'll remember that …") are no echo."""
+    sentences = [_WORD.findall(part.lower()) for part in re.split(r"(?<=[.!?:;])\s+|\n+", text)]
+    starts = [" ".join(w for sentence in sentences[i:] for w in sentence) for i in range(len(sentences))]
+    for message in asked:
+        if len(message.split()) < REQUEST_ECHO_WORDS:
+            continue
+        echo = " ".join(_WORD.findall(message.lower()))
+        if any(start == echo or start.startswith(echo + " ") for start in starts):
+            return True
+    return False
 
 
-def _echoes_request(text: str, request: str) -> bool:
-    """The answer holds one of the user's messages whole, word for word: after the 1.5B set a todo list it
-    answered "I have two things to do: buy stamps and post the letter. Make me a to-do list.", the request
-    itself, and after setting a reminder "Sure, I can help you with that. Could you remind me to …", the
-    request after a preamble. Words of the request in another order, or a part of it, are the model's own."""
-    said = " " + " ".join(_WORD.findall(text.lower())) + " "
-    return any(" " + " ".join(words) + " " in said for words in _request_lines(request))
-
-
-def request_openers(request: str) -> tuple[str, ...]:
-    """How the user's own messages begin (lower case, as ``StreamedCall`` compares): an answer that starts
-    so is held, so that an echo of the request can be asked for again before anyone saw it."""
-    return tuple(" ".join(line.lower().replace("\u2019", "'").split())[:24] for line in request.splitlines()
-                 if len(_WORD.findall(line)) >= REQUEST_ECHO_WORDS)
+def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
+    """How the user's messages begin (lower case, as ``StreamedCall`` compares): an answer that starts so
+    is held, so that an echo of the request can be asked for again before anyone saw it."""
+    return tuple(message.strip().lower().replace("\u2019", "'")[:24] for message in asked
+                 if len(message.split()) >= REQUEST_ECHO_WORDS)
 
 
 SHORT_ANSWER_WORDS = 16

@@ -313,7 +313,7 @@ class Agent:
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state),
                                 hold_openers=(*instruction_openers(),
-                                              *(request_openers(_said(turn, state)) if state.small else ())),
+                                              *(request_openers(_asked(turn, state)) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
@@ -398,7 +398,7 @@ class Agent:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else poor_answer(
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
-                    request=_said(turn, state), streamed=call.streamed_text)
+                    request=_said(turn, state), asked=_asked(turn, state), streamed=call.streamed_text)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
@@ -754,9 +754,13 @@ class Agent:
 # ---------------------------------------------------------------------- helpers
 def _said(turn: Turn, state: LoopState) -> str:
     """The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes")."""
-    said = [turn.goal, *(m.content or "" for m in turn.history[state.start:]
-                         if m.role == "user" and not (m.metadata or {}).get("synthetic"))]
-    return "\n".join(dict.fromkeys(said))
+    return "\n".join(_asked(turn, state))
+
+
+def _asked(turn: Turn, state: LoopState) -> list[str]:
+    """The user's messages of this turn (``_said``), one by one."""
+    return list(dict.fromkeys([turn.goal, *(m.content or "" for m in turn.history[state.start:]
+                                            if m.role == "user" and not (m.metadata or {}).get("synthetic"))]))
 
 
 def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:

@@ -81,6 +81,12 @@ _CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|at\s+\d{1,2}|
                           r"saturday|sunday|\d{4}-\d{2}-\d{2})\b")
 
 
+# A request that says when a repeat begins ("starting next month", "from the 1st"; "from now on" says now).
+_START_WORDS = re.compile(r"\b(?:(?:start(?:s|ing)?|from|beginning|begin|after)\b(?!\s+(?:now|today)\b)|until\b|"
+                          r"till\b|next\b|(?:january|february|march|april|june|july|august|september|october|"
+                          r"november|december|\d{1,2}(?:st|nd|rd|th))\b)")
+
+
 def _duration_words(seconds: int) -> str:
     """A first trigger one interval from now, as the grammar writes it ("in 60 minutes")."""
     return f"in {seconds // 60} minutes" if seconds % 60 == 0 else f"in {seconds} seconds"
@@ -179,9 +185,11 @@ class ScheduleRecallTool(Tool):
             words, seconds = said.every[0]
             interval = params.get("interval_seconds")
             start = self._ahead(params, allow_past=True)
-            # A start further away than one interval is no start the user said (none is, in such a request): the
-            # 1.5B began "every hour" at 07:00 the next morning.
-            late = start is not None and (start - timezone.now()).total_seconds() > seconds * 1.1
+            # A start further away than one interval of less than a day is no start the user said (the 1.5B began
+            # "every hour" at 07:00 the next morning); a longer repeat may start later ("every week starting
+            # next month", "from the 1st"), and so may one whose request says when it starts.
+            late = (start is not None and seconds < 86400 and not _START_WORDS.search(request.lower())
+                    and (start - timezone.now()).total_seconds() > seconds * 1.1)
             if (kind == "recurring" and isinstance(interval, int | float) and abs(interval - seconds) <= seconds * 0.1
                     and start is not None and not late):
                 return None  # as asked (a start the parser cannot read, "every 60 minutes", is fixed below)

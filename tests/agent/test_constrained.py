@@ -205,16 +205,23 @@ async def test_a_request_repeated_twice_becomes_an_honest_summary(agent_env) -> 
     assert shown(events) == final
 
 
-def test_only_the_whole_request_word_for_word_is_an_echo() -> None:
+def test_only_a_whole_message_repeated_from_a_sentence_start_is_an_echo() -> None:
     from agent.aids import _echoes_request, request_openers
 
-    request = "Nag me every hour about drinking water."
-    assert _echoes_request("Okay! nag me, every hour about drinking water", request)
-    assert not _echoes_request("I will nag you every hour about drinking water.", request)  # its own words
-    assert not _echoes_request("Every hour about drinking water, set.", request)  # a part of it
-    assert not _echoes_request("Read notes.txt", "Read notes.txt")  # too short to tell
-    assert _echoes_request("Done: make a list of my errands", "hi\nmake a list of my errands")  # one of the messages
-    assert request_openers("Hi\nNag me every hour about drinking water.") == ("nag me every hour about ",)
+    asked = ["Nag me every hour about drinking water."]
+    assert _echoes_request("nag me, every hour about drinking water", asked)
+    assert _echoes_request("Okay! Nag me every hour about drinking water. Done.", asked)
+    assert not _echoes_request("I will nag you every hour about drinking water.", asked)  # its own words
+    assert not _echoes_request("Every hour about drinking water, set.", asked)  # a part of it
+    assert not _echoes_request("Read notes.txt now", ["Read notes.txt now"])  # too short to tell
+    assert _echoes_request("Make a list of my errands", ["hi", "make a list of my errands"])  # one of the messages
+    # A message inside the model's own sentence, or a line the user dictated, is the answer's to repeat.
+    assert not _echoes_request("Got it! I'll remember that my wife's birthday is on March 3rd.",
+                               ["Remember that my wife's birthday is on March 3rd."])
+    dictated = "Add these to my list:\nbuy milk and eggs for breakfast\ncall the garage about the brakes"
+    assert not _echoes_request("Your list: 1. buy milk and eggs for breakfast 2. call the garage about the brakes",
+                               [dictated])
+    assert request_openers(["Hi", "Nag me every hour about drinking water."]) == ("nag me every hour about ",)
 
 
 async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:

@@ -118,13 +118,41 @@ async def test_a_file_name_with_a_word_of_the_request_before_it_is_the_file_the_
 def test_a_file_name_with_a_space_stays_when_quoted_or_not_the_users() -> None:
     from tools_app.builtins.filesystem import _unspaced
 
-    assert _unspaced("my notes.txt", 'Save it in "my notes.txt".') is None  # quoted: the user's own name
-    assert _unspaced("my notes.txt", "Save it in 'my notes.txt' please") is None
-    assert _unspaced("my notes.txt", "Save it in my notes.txt") == "notes.txt"
-    assert _unspaced("docs/file a.txt", "append it to a.txt") == "docs/a.txt"
-    assert _unspaced("notes.txt", "Save it in my notes.txt") is None  # no space
-    assert _unspaced("shopping list", "Save a shopping list") is None  # no file name
-    assert _unspaced("old plan.md", "Write plan.txt") is None  # the last word is no file the user named
+    def fixed(raw: str, request: str, action: str = "write") -> str | None:
+        return _unspaced(raw, request, action)
+
+    assert fixed("my notes.txt", 'Save it in "my notes.txt".') is None  # quoted: the user's own name
+    assert fixed("my notes.txt", "Save it in 'my notes.txt' please") is None
+    assert fixed("docs/my notes.txt", 'Save it as "docs/my notes.txt" now') is None
+    assert fixed("my notes.txt", 'Save it as "my notes.txt."') is None
+    assert fixed("notes.txt", "Save it in my notes.txt") is None  # no space
+    assert fixed("shopping list", "Save a shopping list") is None  # no file name
+    assert fixed("old plan.md", "Write plan.txt") is None  # the last word is no file the user named
+    assert fixed("C:\\Users\\me\\my notes.txt", "save my notes.txt") is None  # a Windows path
+    assert fixed("my\tnotes.txt", "save my notes.txt") is None
+    assert fixed("/etc/my hosts", "read my hosts", "read") is None
+    # Never where it could cost a file: a delete or a move stays as written.
+    assert fixed("old notes.txt", "Delete old notes.txt, keep notes.txt", "delete") is None
+    assert fixed("old notes.txt", "Move old notes.txt to archive/", "move") is None
+
+
+async def test_a_spaced_name_is_never_fixed_onto_a_file_that_is_there_or_away_from_one(agent_env, settings) -> None:
+    """A write never replaces a file that is there; a read never goes to one that is not."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("keep me")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="old notes.txt", content="copy"))
+    agent_env.fake.script(text="I made old notes.txt.")
+    events = await agent_env.run("Copy notes.txt into a new file old notes.txt")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["path"], ok) == ("filesystem", "old notes.txt", True)
+    assert (folder / "notes.txt").read_text() == "keep me" and (folder / "old notes.txt").read_text() == "copy"
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="the plan.md"))
+    agent_env.fake.script(text="There is no plan.md.")
+    events = await agent_env.run("What does the plan.md say?")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["path"], ok) == ("filesystem", "the plan.md", False)  # plan.md is not there either
 
 
 async def test_with_the_aid_off_a_guessed_read_runs(agent_env) -> None:
@@ -231,6 +259,22 @@ async def test_a_repeat_first_due_later_than_one_interval_starts_one_interval_fr
     assert (tool, args["interval_seconds"], ok) == ("schedule_recall", 3600, True) and args["when"] != morning
     recall = await _recall(agent_env)
     assert timedelta(minutes=59) <= recall.trigger_at - asked <= timedelta(minutes=61)
+
+
+def test_a_late_start_the_user_may_have_said_is_kept() -> None:
+    """Only a repeat of less than a day whose request says nothing of when it starts is started anew."""
+    from recall_app.tools import ScheduleRecallTool
+
+    tool = ScheduleRecallTool()
+    def args(hours: float, interval: int) -> dict:
+        when = (timezone.now() + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"call_type": "recurring", "when": when, "interval_seconds": interval,
+                "additional_context_message": "Remind the user to water the plants."}
+    assert tool.doubt(args(24 * 20, 604800), "Every week starting next month, remind me to water the plants") is None
+    assert tool.doubt(args(3, 3600), "Every hour from 3 hours from now, remind me to water the plants") is None
+    assert tool.doubt(args(1.05, 3600), "Every hour, remind me to water the plants") is None  # within 10 %
+    assert tool.doubt(args(2, 3600), "Every hour, remind me to water the plants").fix["when"] == "in 60 minutes"
+    assert tool.doubt(args(8, 3600), "Every hour from now on, remind me to water the plants").fix["when"] == "in 60 minutes"
 
 
 async def test_a_daily_repeat_first_due_within_the_day_keeps_its_start(agent_env) -> None:

@@ -388,7 +388,7 @@ class FilesystemTool(Tool):
         raw = params.get("path")
         if not isinstance(raw, str) or not raw.strip():
             return None
-        meant = _unspaced(raw, request)
+        meant = _unspaced(raw, request, str(params.get("action", "")))
         if meant is not None:
             return Doubt(reason=f"the user named the file {Path(meant).name!r}, not {Path(raw.strip()).name!r}",
                          fix={"path": meant})
@@ -427,23 +427,39 @@ def _named(raw: str, request: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w/-])", said) is not None
 
 
-def _unspaced(raw: str, request: str) -> str | None:
+def _unspaced(raw: str, request: str, action: str) -> str | None:
     """The path meant when ``raw``'s file name has a space but the user wrote only its last word as a
     file name ("a file shopping.txt" read as "file shopping.txt"); None when the name is as written: no
-    space, quoted in the request ("'my notes.txt'"), already there, or its last word no file the user named."""
+    plain space in it, quoted in the request ("save it as 'docs/my notes.txt'"), already there, or its last
+    word no file the user named. Never where the fix could cost a file: a delete or a move is left as
+    written, a write only goes to a name that is not there yet (an append to either), and a look only to
+    one that is."""
+    if action in ("delete", "move") or "\\" in raw or re.search(r"[^\S ]", raw.strip()):
+        return None  # destructive, a Windows path, or a tab or line break: not a name the model took words into
     path = Path(raw.strip())
-    words = path.name.split()
-    if len(words) < 2 or not _named(words[-1], request):
+    words = path.name.split(" ")
+    if len(words) < 2 or not all(words) or not _named(words[-1], request):
         return None
-    quoted = rf"[\"'`“‘«]{re.escape(path.name.lower())}[\"'`”’»]"
-    if re.search(quoted, request.lower()):
+    said = request.lower()
+    if raw.strip().lower() in _quoted(said) or path.name.lower() in _quoted(said):
         return None
+    meant = path.with_name(words[-1])
     try:
-        if resolve_path(raw).exists():
+        if resolve_path(str(path)).exists():
             return None
+        there = resolve_path(str(meant)).exists()
     except ToolError:
-        pass
-    return str(path.with_name(words[-1]))
+        return None
+    if action != "append" and there is (action in WRITE_ACTIONS):
+        return None  # a write never replaces a file that is there, a look never goes to one that is not
+    return str(meant)
+
+
+def _quoted(text: str) -> str:
+    """The spans of ``text`` inside quotes or brackets, joined (what the user marked as one name)."""
+    spans = re.findall(r"\"([^\"\n]*)\"|“([^”\n]*)”|‘([^’\n]*)’|«([^»\n]*)»|`([^`\n]*)`|\(([^)\n]*)\)"
+                       r"|(?<!\w)'([^'\n]*)'(?!\w)", text)
+    return "\n".join(part for groups in spans for part in groups if part)
 
 
 _UPLOAD_PREFIX = re.compile(r"^[0-9a-f]{12}_")
