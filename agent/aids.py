@@ -35,7 +35,8 @@ None of them looks at the wording of a request: they act on what the model did.
   optional numbers and optional choices (enumerated values) the user did not say are left to their
   defaults (``decide.without_unsaid_options``);
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, a tool
-  call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is asked for once more; a second failure is replaced by an honest summary of what was
+  call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is
+  asked for once more; a second failure is replaced by an honest summary of what was
   done or what failed (``summary_of``), never by a refusal or a raw dump.
 """
 from __future__ import annotations

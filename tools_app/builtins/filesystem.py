@@ -382,9 +382,9 @@ class FilesystemTool(Tool):
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
         what the folder has. A path the user named runs even if missing: its error is the answer.
 
-        Any action: a file name with a space that is not there, whose last word is a file name the user
-        wrote, unquoted, is that file (the 0.5B wrote "file shopping.txt" for "I need a file shopping.txt
-        with …"): a name with a space is the user's only when quoted."""
+        Any action but a delete or a move: a file name with a space that is not there, whose last word is a
+        file name the user wrote, unquoted, is that file (the 0.5B wrote "file shopping.txt" for "I need a
+        file shopping.txt with …"): a name with a space is the user's only when quoted (``_unspaced``)."""
         raw = params.get("path")
         if not isinstance(raw, str) or not raw.strip():
             return None
