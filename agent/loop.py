@@ -396,9 +396,10 @@ class Agent:
                                            for name in turn.named_files[:MAX_NAMED_READS]], content="", from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
+                asked = _asked(turn, state)
                 why = "a tool call" if decision.replaced else poor_answer(
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
-                    request=_said(turn, state), asked=_asked(turn, state), streamed=call.streamed_text)
+                    request="\n".join(asked), asked=asked, streamed=call.streamed_text)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
