@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 8 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 10 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -12,7 +12,8 @@ the test half is run to report, never to change anything. The test half was read
 to 8 had reported it, so round 9 added a **fresh** half (phrasings 5 and 6 of every intent, in
 ``FRESH``), written before that round changed anything and run only to report: a half nobody has
 tuned on, for as long as its runs are only reported. Round 9 then read the fresh half's failures and
-fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way. Distinctive values (codes, numbers,
+fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way, and round 11
+**fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -77,7 +78,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..7 (SPLIT)
+    phrasing: int  # 0..9 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -90,8 +91,8 @@ class Task:
         return SPLIT[self.phrasing]
 
 
-SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2")  # by phrasing index, for every intent
-HALVES = ("dev", "test", "fresh", "fresh2")
+SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3")
 
 
 def _clock() -> float:
@@ -117,7 +118,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many days are there in a leap year?": ("366",),
              # the second fresh half (round 10)
              "Who painted the Mona Lisa?": ("leonardo", "vinci"),
-             "How many sides does a hexagon have?": ("6", "six")}
+             "How many sides does a hexagon have?": ("6", "six"),
+             # the third fresh half (round 11)
+             "How many continents are there?": ("7", "seven"),
+             "What is the freezing point of water in Fahrenheit?": ("32",)}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -367,9 +371,33 @@ FRESH2: dict[str, tuple[str, str]] = {
                  "Ask a helper agent what the magic number in facts.txt is."),
 }
 
+# Round 11's held-out phrasings: fresh2 was read after round 10 reported it, so these were written,
+# and run once with round 10's code, before round 11 changed anything.
+FRESH3: dict[str, tuple[str, str]] = {
+    "greeting": ("Hello there, Navi!", "Hey! Glad you're here."),
+    "plain_question": ("How many continents are there?", "What is the freezing point of water in Fahrenheit?"),
+    "date_time": ("Which day is it today?", "What's the current date and time?"),
+    "read_file": ("Give me the codename that's written in project.txt.",
+                  "Check project.txt and let me know which codename it lists."),
+    "file_question": ("report.txt — who's the author?", "Can you see who wrote the file report.txt?"),
+    "write_file": ("Write a file shopping.txt: milk, eggs, bread.",
+                   "Could you make shopping.txt and put milk, eggs and bread on separate lines?"),
+    "note": ("Save a note: contact the plumber about invoice {v}.",
+             "Please note that for invoice {v} I must call the plumber."),
+    "remember": ("Just so you know, my server's called {v}. Don't forget it.",
+                 "Remember this for later: {v} is the name of my server."),
+    "remind_once": ("Three minutes from now, remind me to stretch my legs.", "Set a 3-minute reminder to stretch."),
+    "remind_every": ("Could you remind me to drink water each hour?",
+                     "Keep reminding me every hour to drink some water."),
+    "todo": ("Make a checklist for me with two items: buy stamps, post the letter.",
+             "Set up a to-do: buy stamps first, then post the letter."),
+    "subagent": ("Spin up a subagent to find the magic number inside facts.txt.",
+                 "Could a helper agent read facts.txt and tell me its magic number?"),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
-                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent])]
+                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
