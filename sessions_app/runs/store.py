@@ -209,6 +209,13 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+# The stop poll (every STOP_POLL_S): the stop request for the run, if any; and, like _REFRESH, a lock
+# that vanished is taken back at once, so after a Redis restart the session looks idle for at most
+# one poll rather than until the next refresh (LOCK_REFRESH_S), and no second turn starts in it.
+_POLL = """
+if not redis.call('GET', KEYS[1]) then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
+return redis.call('GET', KEYS[2])
+"""
 _STOP = """
 local run = redis.call('GET', KEYS[1])
 if not run then return 0 end
@@ -362,5 +369,6 @@ class RedisStore:
         return bool(self._sync.eval(_STOP, 2, *keys, STOP_TTL_S))
 
     async def stop_requested(self, session_id: str, run_id: str) -> bool:
-        value = await self._client().get(_key(session_id, "stop"))
+        keys = (_key(session_id, "lock"), _key(session_id, "stop"))
+        value = await self._client().eval(_POLL, 2, *keys, run_id, LOCK_TTL_S)
         return value is not None and value.decode() == run_id

@@ -121,7 +121,10 @@ async def _answers_again(stack: Stack, fake: Any, sid: str) -> None:
         fake.script(text="DIRECT")
         fake.script(text="Back again.")
         await ws.send({"type": "message", "content": "Are you there?"})
-        events = await ws.until("session_sync", timeout=30)
+        try:
+            events = await ws.until("session_sync", timeout=30)
+        except TimeoutError:
+            raise AssertionError(f"no answer to a message after the fault:\n{stack.navi.output()}") from None
         await ws.close()
         ends = [e for e in events if e["type"] in ("stream_end", "error")]
         if ends and ends[0]["type"] == "stream_end":

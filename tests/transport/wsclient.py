@@ -19,8 +19,12 @@ class Client:
         return cls(await connect(url, max_size=64 * 1024 * 1024, max_queue=None, open_timeout=10, close_timeout=2, **kw))
 
     async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next event other than a heartbeat, within ``timeout`` seconds in all: heartbeats keep
+        a socket alive but must not keep a waiting test alive past its bound."""
+        deadline = asyncio.get_running_loop().time() + timeout
         while True:
-            event = json.loads(await asyncio.wait_for(self.conn.recv(), timeout))
+            left = deadline - asyncio.get_running_loop().time()
+            event = json.loads(await asyncio.wait_for(self.conn.recv(), max(left, 0)))
             if event["type"] != "heartbeat":
                 return event  # type: ignore[no-any-return]
             self.heartbeats += 1
