@@ -125,9 +125,9 @@ _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
-# "every hour", "every 2 hours"; not "every second week" (an ordinal), "every day of the trip", "every
-# week's goals".
-_SAID_EVERY_RE = re.compile(rf"\bevery\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"
+# "every hour", "every 2 hours", "each hour"; not "every second week" (an ordinal), "every day of the
+# trip", "every week's goals", "for each day" (one of several, not a repeat).
+_SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"
                             r"(?!'s|\s+of\b)")
 # The other everyday ways to say a repeat: "once an hour", "twice a day", "3 times a week", "every other
 # day", and the adverb "hourly" / "daily" / "weekly" where it says how often something is done ("remind me
@@ -147,6 +147,11 @@ _SAID_RATE_RE = re.compile(
     r"\b(?!-)))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
+# A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
+# not one already there ("cancel the 10-minute reminder").
+_SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
+                                r"(?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|timers?)\b)")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
@@ -185,6 +190,11 @@ def said_times(text: str) -> SaidTimes:
             every.append((match.group(0), seconds))
     rest = _SAID_EVERY_RE.sub(" ", unrated)
     once = []
+    for match in _SAID_KIND_ONCE_RE.finditer(rest):
+        seconds = parse_duration(match.group("span").replace("-", " "))
+        if seconds:
+            once.append((match.group("span"), seconds))
+    rest = _SAID_KIND_ONCE_RE.sub(" ", rest)
     for match in _SAID_ONCE_RE.finditer(rest):
         seconds = parse_duration(match.group("lead") or match.group("tail") or "")
         plain = plain and not _QUALIFIED_RE.match(rest, match.end())

@@ -203,8 +203,9 @@ class ScheduleRecallTool(Tool):
         if at is not None and abs((at - (timezone.now() + timedelta(seconds=seconds))).total_seconds()) <= max(
                 60, seconds * 0.1):
             return None
+        when = words if self._ahead({"when": words}) is not None else _duration_words(seconds)  # "a 3-minute reminder"
         return Doubt(reason=f"the user said {words!r}, not call_type {kind!r} with when {params.get('when')!r}",
-                     fix={"call_type": "once", "when": words, "interval_seconds": None})
+                     fix={"call_type": "once", "when": when, "interval_seconds": None})
 
     @staticmethod
     def _ahead(params: dict[str, Any], *, allow_past: bool = False) -> Any:

@@ -222,6 +222,36 @@ async def test_a_repeat_the_request_asks_for_is_not_set_once(agent_env) -> None:
     assert recall.call_type == "recurring" and recall.interval_seconds == 3600
 
 
+async def test_a_reminder_said_by_its_length_is_set_once_for_then(agent_env) -> None:
+    """The 1.5B set "a 3-minute reminder" to repeat every 3 minutes, first due in an hour (round 11)."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    later = (timezone.now() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when=later, interval_seconds=180,
+                                       additional_context_message="Remind the user to stretch."))
+    agent_env.fake.script(text="In 3 minutes I'll remind you to stretch.")
+    asked = timezone.now()
+    events = await agent_env.run("Set a 3-minute reminder to stretch.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["call_type"], ok) == ("schedule_recall", "once", True)
+    recall = await _recall(agent_env)
+    assert recall.call_type == "once" and timedelta(minutes=2, seconds=50) <= recall.trigger_at - asked <= timedelta(
+        minutes=3, seconds=10)
+
+
+async def test_a_repeat_said_with_each_is_not_set_once(agent_env) -> None:
+    """The 1.5B set "remind me to drink water each hour" once, the next morning (round 11)."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    tomorrow = (timezone.now() + timedelta(hours=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=tomorrow,
+                                       additional_context_message="Remind the user to drink water."))
+    agent_env.fake.script(text="Each hour I'll remind you to drink water.")
+    events = await agent_env.run("Could you remind me to drink water each hour?")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["call_type"], args["interval_seconds"], ok) == ("schedule_recall", "recurring", 3600, True)
+    recall = await _recall(agent_env)
+    assert recall.call_type == "recurring" and recall.interval_seconds == 3600
+
+
 async def test_a_repeat_said_as_a_rate_is_not_set_once(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 1 hour",
@@ -320,6 +350,14 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("after an hour, look again").once == (("after an hour", 3600),)
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
+    assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
+    assert said_times("each 2 hours check the oven").every == (("each 2 hours", 7200),)
+    # A one-off said as the length of a thing a recall is (round 11); not one already there.
+    assert said_times("Set a 3-minute reminder to stretch.").once == (("3-minute", 180),)
+    assert said_times("start a ten minute timer for the tea").once == (("ten minute", 600),)
+    for text in ("cancel the 10-minute reminder", "my 5-minute alarm is too loud", "a 3-minute video about reminders",
+                 "log an entry for each day you worked", "each hour of the trip was fun"):
+        assert said_times(text).once == () and said_times(text).every == (), text
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
                           ("twice a day take the pills", 43200), ("3 times a day, drink", 28800),
