@@ -34,8 +34,8 @@ async def execute(params: dict) -> str:
     now = datetime.now(UTC)
     lines = [f"UTC: {now.isoformat(timespec='seconds')} ({now:%A})"]
     zone_name = (params.get("timezone") or "").strip()
-    if zone_name:
-        local = now.astimezone(_zone(zone_name))
+    local = now.astimezone(_zone(zone_name)) if zone_name else None
+    if local is not None and local.tzname() != "UTC":  # asked for UTC itself: the first line says it all
         offset = local.strftime("%z")
         lines.append(
             f"{zone_name}: {local.isoformat(timespec='seconds')} ({local:%A}, UTC{offset[:3]}:{offset[3:]})"

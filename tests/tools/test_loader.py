@@ -133,6 +133,9 @@ async def test_shipped_user_tools_load(loader, settings, tmp_path):
     clock = result.tools["get_current_datetime"]
     out = (await clock.execute({"timezone": "Asia/Tokyo"})).output
     assert out.startswith("UTC: ") and "Asia/Tokyo: " in out and "+09:00" in out
+    for utc in ("UTC", "Etc/UTC"):  # the same time twice is one line
+        assert (await clock.execute({"timezone": utc})).output.count("\n") == 0, utc
+    assert "Europe/London: " in (await clock.execute({"timezone": "Europe/London"})).output  # GMT in winter, still said
     with pytest.raises(Exception, match="unknown time zone"):
         await clock.execute({"timezone": "Mars/Olympus"})
     settings.DATA_DIR = tmp_path
