@@ -115,6 +115,42 @@ async def test_a_file_name_with_a_word_of_the_request_before_it_is_the_file_the_
     assert (tool, args["path"], ok) == ("filesystem", "my plan.md", True)
 
 
+async def test_a_named_file_looked_for_in_a_made_up_folder_is_the_working_directorys(agent_env, settings) -> None:
+    """The 0.5B read "file:///home/navi/report.txt", then "/home/navi/report.txt", for "who wrote the file
+    report.txt?" (round 11): both failed and the user got no author."""
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text("Author: Priya Raman\n")
+    await constrained(agent_env)
+    for made_up in ("file:///home/navi/report.txt", "docs/report.txt"):
+        agent_env.fake.script(text=as_text("filesystem", action="read", path=made_up))
+        agent_env.fake.script(text="Priya Raman wrote it.")
+        events = await agent_env.run("Can you see who wrote the file report.txt?")
+        [(tool, args, ok)] = calls(events)
+        assert (tool, args["path"], ok) == ("filesystem", "report.txt", True), made_up
+        assert events[-1]["content"] == "Priya Raman wrote it."
+
+
+async def test_a_path_the_user_wrote_or_a_file_not_there_is_not_moved(agent_env, settings) -> None:
+    from agent.ctx import current_session_id
+    from tools_app.builtins.filesystem import _elsewhere
+
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text("x")
+    token = current_session_id.set(agent_env.session_id)
+    try:
+        assert _elsewhere("/home/navi/report.txt", "who wrote /home/navi/report.txt?", "read") is None  # the user's path
+        assert _elsewhere("/home/navi/plan.txt", "what does plan.txt say?", "read") is None  # no plan.txt here
+        assert _elsewhere("/home/navi/report.txt", "what is in the report?", "read") is None  # not named
+        assert _elsewhere("report.txt", "read report.txt", "read") is None  # already the working directory's
+        for action in ("write", "append", "delete", "move", "list"):
+            assert _elsewhere("/home/navi/report.txt", "report.txt", action) is None, action
+        assert _elsewhere("/tmp/x/report.txt", "read report.txt", "stat") == "report.txt"
+    finally:
+        current_session_id.reset(token)
+
+
 def test_a_file_name_with_a_space_stays_when_quoted_or_not_the_users() -> None:
     from tools_app.builtins.filesystem import _unspaced
 

@@ -392,6 +392,10 @@ class FilesystemTool(Tool):
         if meant is not None:
             return Doubt(reason=f"the user named the file {Path(meant).name!r}, not {Path(raw.strip()).name!r}",
                          fix={"path": meant})
+        meant = _elsewhere(raw, request, str(params.get("action", "")))
+        if meant is not None:
+            return Doubt(reason=f"the user named the file {meant!r} of the working directory, not {raw.strip()!r}",
+                         fix={"path": meant})
         # Any look (an "exists" too: the note says the same, that the path is not there, without a card).
         if str(params.get("action", "")) in WRITE_ACTIONS:
             return None
@@ -453,6 +457,34 @@ def _unspaced(raw: str, request: str, action: str) -> str | None:
     if action != "append" and there is (action in WRITE_ACTIONS):
         return None  # a write never replaces a file that is there, a look never goes to one that is not
     return str(meant)
+
+
+_FILE_ACTIONS = frozenset({"read", "stat", "exists"})  # looks at one file
+
+
+def _elsewhere(raw: str, request: str, action: str) -> str | None:
+    """The working directory's file meant when a look at one file went to a folder the model made up
+    (the 0.5B read "file:///home/navi/report.txt" and then "/home/navi/report.txt" for "who wrote the file
+    report.txt?"): the path is not there, or outside the allowed folders, the user named its file name
+    but not the path, and a file of that name is in the working directory. None otherwise; never for a
+    write, a delete or a move."""
+    if action not in _FILE_ACTIONS:
+        return None
+    text = re.sub(r"^file://", "", raw.strip(), flags=re.IGNORECASE)
+    name = Path(text).name
+    if name == text or "\\" in text or not _named(name, request):
+        return None  # a bare name (nothing to move), a Windows path, or a file the user did not name
+    if re.search(rf"(?<![\w.-]){re.escape(text.lower())}(?![\w-])", request.lower()):
+        return None  # the path as the user wrote it: its error is the answer
+    try:
+        if resolve_path(text).exists():
+            return None
+    except ToolError:
+        pass  # outside the allowed folders
+    try:
+        return name if resolve_path(name).is_file() else None
+    except ToolError:
+        return None
 
 
 def _quoted(text: str) -> str:
