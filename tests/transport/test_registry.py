@@ -435,7 +435,7 @@ async def test_a_finished_turns_log_is_kept_packed_and_reads_back_the_same() -> 
 async def test_a_running_turn_takes_back_a_lock_that_redis_lost(registry: RunRegistry, settings: Any) -> None:
     """Scale-out: Redis restarts empty while a turn runs. Within one stop poll the session is busy
     again, held by that run, so another process does not start a second turn in the session."""
-    from sessions_app.runs.store import STOP_POLL_S, RedisStore
+    from sessions_app.runs.store import STOP_POLL_S, RedisStore, _key
 
     if not isinstance(registry.store, RedisStore):
         pytest.skip("scale-out tier only (the run's lock lives in Redis)")
@@ -446,13 +446,14 @@ async def test_a_running_turn_takes_back_a_lock_that_redis_lost(registry: RunReg
     registry.turn = scripted(StreamEnd(content="a"), gate=gate, gate_after=0)
     run = await registry.start_turn(_req(sid, uid))
     client = aioredis.Redis.from_url(settings.REDIS_URL)
+    lock = _key(sid, "lock")
     try:
-        await client.delete(f"navi:run:{sid}:lock")  # what a restart of an empty Redis leaves
+        await client.delete(lock)  # what a restart of an empty Redis leaves
         for _ in range(round(5 * STOP_POLL_S / 0.01)):
-            if await client.get(f"navi:run:{sid}:lock") == run.run_id.encode():
+            if await client.get(lock) == run.run_id.encode():
                 break
             await asyncio.sleep(0.01)
-        assert await client.get(f"navi:run:{sid}:lock") == run.run_id.encode()
+        assert await client.get(lock) == run.run_id.encode()
         with pytest.raises(SessionBusy):
             await registry.start_turn(_req(sid, uid, "a second turn"))
     finally:

@@ -388,16 +388,17 @@ class FilesystemTool(Tool):
         raw = params.get("path")
         if not isinstance(raw, str) or not raw.strip():
             return None
-        meant = _unspaced(raw, request, str(params.get("action", "")))
+        action = str(params.get("action", ""))
+        meant = _unspaced(raw, request, action)
         if meant is not None:
             return Doubt(reason=f"the user named the file {Path(meant).name!r}, not {Path(raw.strip()).name!r}",
                          fix={"path": meant})
-        meant = _elsewhere(raw, request, str(params.get("action", "")))
+        meant = _elsewhere(raw, request, action)
         if meant is not None:
             return Doubt(reason=f"the user named the file {meant!r} of the working directory, not {raw.strip()!r}",
                          fix={"path": meant})
         # Any look (an "exists" too: the note says the same, that the path is not there, without a card).
-        if str(params.get("action", "")) in WRITE_ACTIONS:
+        if action in WRITE_ACTIONS:
             return None
         if _named(raw, request):
             return None
