@@ -162,7 +162,10 @@ def test_a_recall_result_and_notifications_arrive_in_the_chat(telegram_navi, bot
     # The tool line shows when a poll saw it: the immediate recall may replace the turn's log at once.
     bot_api.wait_for(lambda: any(m.chat_id == chat and m.text.endswith("I will check it right away.")
                                  for m in bot_api.messages), what="the turn's answer")
-    note = bot_api.wait_reply(chat, "🔔 Recall finished · Telegram", timeout=30)  # to every linked chat
+    try:
+        note = bot_api.wait_reply(chat, "🔔 Recall finished · Telegram", timeout=30)  # to every linked chat
+    except AssertionError as exc:  # say what the server did (a CI run once saw no notification at all)
+        raise AssertionError(f"{exc}\n--- server log ---\n{telegram_navi.output()}") from None
     assert "The build log is clean.\nNo errors in 1 200 lines." in note.text
     assert "Open in Navi: https://navi.example/#" in note.text
     status, out = telegram_navi.request("POST", "/notifications/test")
