@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 10 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 12 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -13,7 +13,8 @@ to 8 had reported it, so round 9 added a **fresh** half (phrasings 5 and 6 of ev
 ``FRESH``), written before that round changed anything and run only to report: a half nobody has
 tuned on, for as long as its runs are only reported. Round 9 then read the fresh half's failures and
 fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way, and round 11
-**fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2. Distinctive values (codes, numbers,
+**fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2, and round 12 **fresh4**
+(phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -91,8 +92,9 @@ class Task:
         return SPLIT[self.phrasing]
 
 
-SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3")
+SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
+         "fresh4", "fresh4")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4")
 
 
 def _clock() -> float:
@@ -121,7 +123,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many sides does a hexagon have?": ("6", "six"),
              # the third fresh half (round 11)
              "How many continents are there?": ("7", "seven"),
-             "What is the freezing point of water in Fahrenheit?": ("32",)}
+             "What is the freezing point of water in Fahrenheit?": ("32",),
+             # the fourth fresh half (round 12)
+             "What is the chemical symbol for gold?": ("au",),
+             "How many hours are in a day?": ("24", "twenty-four", "twenty four")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -395,9 +400,33 @@ FRESH3: dict[str, tuple[str, str]] = {
                  "Could a helper agent read facts.txt and tell me its magic number?"),
 }
 
+# Round 12's held-out phrasings: fresh3 was read after round 11 reported it, so these were written,
+# and run once with round 11's code, before round 12 changed anything.
+FRESH4: dict[str, tuple[str, str]] = {
+    "greeting": ("Hi Navi, how are you today?", "Greetings!"),
+    "plain_question": ("What is the chemical symbol for gold?", "How many hours are in a day?"),
+    "date_time": ("What's the date?", "Tell me what time it is now."),
+    "read_file": ("Look up the codename in project.txt.", "According to project.txt, what's the project's codename?"),
+    "file_question": ("Who is report.txt written by?", "Do you know who the author of report.txt is?"),
+    "write_file": ("Make a new file, shopping.txt, listing milk, eggs and bread.",
+                   "shopping.txt should contain milk, eggs and bread. Please write it."),
+    "note": ("Add this to my notes: call the plumber, invoice {v}.",
+             "Can you write down for me that the plumber needs calling about invoice {v}?"),
+    "remember": ("Commit this to memory: my server is called {v}.",
+                 "You should know my server is named {v}; remember that for next time."),
+    "remind_once": ("Send me a reminder to stretch in 3 minutes.",
+                    "Don't let me forget to stretch my legs: remind me in three minutes."),
+    "remind_every": ("Ping me to drink water every hour.",
+                     "Schedule a reminder every 60 minutes telling me to drink water."),
+    "todo": ("New to-do list please: buy stamps, post the letter.",
+             "Can you make a list of tasks: buy stamps and then post the letter?"),
+    "subagent": ("Have a helper agent look in facts.txt and tell me the magic number.",
+                 "Use a sub-agent to get the magic number from facts.txt."),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
-                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent])]
+                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
