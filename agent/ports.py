@@ -57,11 +57,14 @@ class Doubt:
     ``answer``: the call rests on a guess (a file nobody named that is not there): it is not run and the
     model is told what is there instead. Otherwise an argument contradicts the user's words (a reminder
     "in 3 minutes" set for an hour from now): with ``fix`` (the arguments the user's words determine,
-    exactly as said) the call runs with those; without, it is written again, told ``reason``."""
+    exactly as said) the call runs with those; without, it is written again, told ``reason``.
+    ``repeated_runs``: an ``answer`` doubt the tool holds loosely (its words may miss how the user put it):
+    told once, a model that makes a call of the same tool again has it run."""
 
     reason: str
     answer: bool = False
     fix: dict[str, Any] | None = None
+    repeated_runs: bool = False
 
 
 class ToolSet(Protocol):

@@ -1,4 +1,5 @@
 """User tool: the current date and time (spec 002 "Current user tools")."""
+import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -41,3 +42,31 @@ async def execute(params: dict) -> str:
             f"{zone_name}: {local.isoformat(timespec='seconds')} ({local:%A}, UTC{offset[:3]}:{offset[3:]})"
         )
     return "\n".join(lines)
+
+
+# What this tool answers, in the words people ask it with: the time, the date, the day, how long until or
+# since. A small model calls the clock for a greeting or a question the memory answers ("What is my server
+# called?") and copies its output as the answer; a request with none of these words, and no place the call's
+# zone names, is doubted (``doubt``).
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_TIME_WORDS = re.compile(
+    r"\b(?:times?|timezones?|dates?|days?|today'?s?|tonight|tomorrow|yesterday|weekends?|weekdays?|weeks?|"
+    r"months?|years?|hours?|minutes?|seconds?|o'?clock|clocks?|now|morning|afternoon|evening|night|midnight|"
+    r"noon|calendar|when|until|till|since|ago|late|early|age|old|utc|gmt|dst|deadline|due|season|"
+    rf"{_WEEKDAYS}|{_MONTHS}|"
+    r"\d{1,2}(?::\d{2}|\s*[ap]\.?m\b)|\d{4})\b|[\u3040-\u30ff\u3400-\u9fff]",  # CJK: no word boundaries to go by
+    re.IGNORECASE)
+
+
+def doubt(params: dict, request: str) -> str | None:
+    """Why this call may not be what the user asked for: their words say nothing of a date or a time, and
+    the zone asked for is no place they named. None when they do (or the request is not known)."""
+    if not request.strip() or _TIME_WORDS.search(request):
+        return None
+    zone = str(params.get("timezone") or "").strip()
+    place = zone.rsplit("/", 1)[-1].replace("_", " ").lower()
+    if place and place in request.lower():
+        return None
+    return ("The user's message says nothing about a date or a time, so get_current_datetime was not run. "
+            "Call it again only if the user does want the date or the time.")

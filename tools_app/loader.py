@@ -24,6 +24,7 @@ import structlog
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from agent.ports import Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 
 log = structlog.get_logger(__name__)
@@ -53,6 +54,7 @@ class UserTool(Tool):
 
     source = "user"
     _func: Callable[[dict[str, Any]], Any]
+    _doubt_func: Callable[[dict[str, Any], str], str | None] | None = None
     _file: str
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
@@ -70,6 +72,14 @@ class UserTool(Tool):
             log.info("user_tool_raised", tool=self.name, file=self._file, error=repr(exc))
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
         return _as_result(value)
+
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """The module's optional ``doubt(params, request)``: a reason the call does not fit the user's words
+        (a string), or None. Advisory: the model is told the reason instead of the call running, and the
+        same call made again after that runs (the tool's words may miss how the user put it)."""
+        func = type(self)._doubt_func
+        reason = func(dict(params), request) if func is not None else None
+        return Doubt(reason=str(reason), answer=True, repeated_runs=True) if reason else None
 
 
 def _as_result(value: Any) -> ToolResult:
@@ -176,6 +186,7 @@ def _wrap(module: types.ModuleType, path: Path) -> Tool:
         "dangerous": bool(getattr(module, "dangerous", False)),
         "untrusted_output": bool(getattr(module, "untrusted_output", False)),
         "_func": staticmethod(module.execute),
+        "_doubt_func": staticmethod(module.doubt) if callable(getattr(module, "doubt", None)) else None,
         "_file": path.name,
         "__module__": module.__name__,
     }

@@ -736,3 +736,53 @@ async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> N
     assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
     recall = await _recall(agent_env)
     assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
+
+
+@pytest.fixture
+def clock(agent_env, settings):
+    """The bundled tools of the source tree (get_current_datetime among them) in the agent's registry."""
+    from tools_app.registry import reset_registry
+
+    settings.BUNDLED_TOOLS_DIR = Path(__file__).resolve().parents[2] / "tools"
+    reset_registry()
+    return agent_env
+
+
+async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(clock) -> None:
+    agent_env = clock
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("get_current_datetime"))
+    agent_env.fake.script(text="Hello! Nice to see you too.")
+    events = await agent_env.run("Hey! Glad you're here.")
+    assert not started(events) and not calls(events)
+    assert events[-1]["content"] == "Hello! Nice to see you too." == shown(events)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "says nothing about a date or a time" in told
+
+
+async def test_the_clock_called_again_after_its_doubt_runs(clock) -> None:
+    # The clock's words of time are English: a question in other words, asked again, still gets the clock.
+    agent_env = clock
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("get_current_datetime"))
+    agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
+    agent_env.fake.script(text="Es ist 10:00 Uhr.")
+    events = await agent_env.run("Wie spät ist es?")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("get_current_datetime", True)]
+    assert events[-1]["content"] == "Es ist 10:00 Uhr."
+
+
+@pytest.mark.parametrize(("request_text", "args"), [
+    ("What's the date?", {}),
+    ("Is it the weekend yet?", {}),
+    ("And in Tokyo?", {"timezone": "Asia/Tokyo"}),  # a follow-up that names the zone's place
+])
+async def test_a_question_about_time_or_a_named_place_runs_the_clock_at_once(clock, request_text, args) -> None:
+    agent_env = clock
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("get_current_datetime", **args))
+    agent_env.fake.script(text="Here you are.")
+    events = await agent_env.run(request_text)
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("get_current_datetime", True)]
+    told = [m.get("content") or "" for r in agent_env.requests() for m in r["messages"]]
+    assert not any("says nothing about a date or a time" in m for m in told)

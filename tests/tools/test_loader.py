@@ -43,6 +43,24 @@ async def test_sync_execute_and_non_string_results(loader, tools_env):  # noqa: 
     assert (await tool.execute({})).output == '{"ok": true}'
 
 
+def test_a_tools_optional_doubt_is_advisory(loader, tools_env):  # noqa: F811
+    write_tool_file(tools_env.tools, "weather", '''
+        name = "weather"
+        description = "The weather."
+        parameters = {"type": "object", "properties": {}}
+        async def execute(params): return "sunny"
+        def doubt(params, request):
+            return None if "weather" in request else "The user did not ask about the weather."
+    ''')
+    write_tool_file(tools_env.tools, "plain", good_tool("plain"))
+    tools = loader.load(tools_env.tools, reserved=RESERVED).tools
+    found = tools["weather"].doubt({}, "Hello!")
+    assert found is not None and found.reason == "The user did not ask about the weather."
+    assert found.answer and found.repeated_runs and found.fix is None  # told once; made again, the call runs
+    assert tools["weather"].doubt({}, "How is the weather?") is None
+    assert tools["plain"].doubt({}, "Hello!") is None  # a tool without one is never doubted
+
+
 def test_broken_files_are_reported_and_skipped(loader, tools_env):  # noqa: F811
     write_tool_file(tools_env.tools, "good", good_tool("good"))
     write_tool_file(tools_env.tools, "syntax", "name = 'syntax'\ndef execute(:\n")
