@@ -171,6 +171,23 @@ class SaidTimes:
     plain: bool = True
 
 
+# Words that say when in any way this grammar may not read ("later", "in a bit", "next week", "whenever it rains"),
+# and numbers shaped as times ("at 5", "5pm", "17:30", "the 3rd", "10min"); not any number ("invoice 2567").
+_WHEN_WORDS_RE = re.compile(
+    r"\b(?:later|soon|now|bit|moment|shortly|asap|sometime|someday|eventually|awhile|some point|tonight|today|tomorrow|morning|afternoon|evening|night|noon|midnight|weekends?|"
+    r"weeks?|months?|years?|days?|hours?|minutes?|seconds?|hourly|daily|weekly|monthly|yearly|annually|every|each|"
+    r"once|twice|next|until|till|after|before|o'?clock|when|whenever|while|during|"
+    rf"{'|'.join(_WEEKDAYS)}|january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)\b|\b(?:at|by|on|from|in|until|till)\s+\d|\d{1,2}(?::\d{2}|\s*[ap]\.?m\b)|\d{4}-\d{2}|"
+    r"\d+(?:st|nd|rd|th|h|hrs?|mins?|s|secs?)\b")
+
+
+def says_when(text: str) -> bool:
+    """The text says a time in some way: a word of when, a number shaped as a time (``said_times`` reads only
+    some of them)."""
+    return bool(_WHEN_WORDS_RE.search(str(text or "").lower()))
+
+
 def said_times(text: str) -> SaidTimes:
     """The relative times said in free text (``SaidTimes``), read with this module's duration grammar."""
     said = " ".join(str(text or "").lower().split())

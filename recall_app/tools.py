@@ -16,7 +16,7 @@ from agent.ports import Doubt
 from navi_site.errors import BadRequest, NaviError
 from recall_app import services
 from recall_app.models import Recall
-from recall_app.timeparse import WHEN_PATTERN, WhenError, parse_when, said_times
+from recall_app.timeparse import WHEN_PATTERN, WhenError, parse_when, said_times, says_when
 from sessions_app.models import Session
 from tools_app.base import Tool, ToolError, ToolResult
 
@@ -167,6 +167,13 @@ class ScheduleRecallTool(Tool):
         timing = self._time_doubt(params, request)
         if timing is not None:
             return timing
+        kind = str(params.get("call_type") or "").strip().lower()
+        if kind in ("once", "recurring") and request.strip() and not says_when(request):
+            # A time nobody said (the 1.5B set a reminder at 14:30 for "write down for me that the plumber needs
+            # calling"). Advisory: a follow-up may leave the time to an earlier message, so a call made again runs.
+            return Doubt(reason=f"the user's words ({request[:160]!r}) say no time for a recall, so it was not "
+                                "scheduled. If they want a reminder, ask them when; otherwise do what they asked.",
+                         answer=True, repeated_runs=True)
         instruction = str(params.get("additional_context_message") or "")
         wanted = _what_words(request)
         if len(wanted) >= 2 and not _shares_a_word(_what_words(instruction), wanted):

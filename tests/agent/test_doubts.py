@@ -739,8 +739,8 @@ async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> N
 
 
 @pytest.fixture
-def clock(agent_env, settings):
-    """The bundled tools of the source tree (get_current_datetime among them) in the agent's registry."""
+def bundled(agent_env, settings):
+    """The bundled tools of the source tree (get_current_datetime, user_notes) in the agent's registry."""
     from tools_app.registry import reset_registry
 
     settings.BUNDLED_TOOLS_DIR = Path(__file__).resolve().parents[2] / "tools"
@@ -748,8 +748,8 @@ def clock(agent_env, settings):
     return agent_env
 
 
-async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(clock) -> None:
-    agent_env = clock
+async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(bundled) -> None:
+    agent_env = bundled
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("get_current_datetime"))
     agent_env.fake.script(text="Hello! Nice to see you too.")
@@ -760,9 +760,9 @@ async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(
     assert told.startswith("Not run: ") and "says nothing about a date or a time" in told
 
 
-async def test_the_clock_called_again_after_its_doubt_runs(clock) -> None:
+async def test_the_clock_called_again_after_its_doubt_runs(bundled) -> None:
     # The clock's words of time are English: a question in other words, asked again, still gets the clock.
-    agent_env = clock
+    agent_env = bundled
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("get_current_datetime"))
     agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
@@ -777,8 +777,8 @@ async def test_the_clock_called_again_after_its_doubt_runs(clock) -> None:
     ("Is it the weekend yet?", {}),
     ("And in Tokyo?", {"timezone": "Asia/Tokyo"}),  # a follow-up that names the zone's place
 ])
-async def test_a_question_about_time_or_a_named_place_runs_the_clock_at_once(clock, request_text, args) -> None:
-    agent_env = clock
+async def test_a_question_about_time_or_a_named_place_runs_the_clock_at_once(bundled, request_text, args) -> None:
+    agent_env = bundled
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("get_current_datetime", **args))
     agent_env.fake.script(text="Here you are.")
@@ -786,3 +786,41 @@ async def test_a_question_about_time_or_a_named_place_runs_the_clock_at_once(clo
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("get_current_datetime", True)]
     told = [m.get("content") or "" for r in agent_env.requests() for m in r["messages"]]
     assert not any("says nothing about a date or a time" in m for m in told)
+
+
+async def test_a_reminder_at_a_time_nobody_said_is_not_set_and_the_model_does_what_was_asked(bundled) -> None:
+    # The 1.5B set a reminder for 14:30 when asked to write a note down (round 12).
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["schedule_recall", "user_notes", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2026-11-28T14:30:00+01:00",
+                                       additional_context_message="Call the plumber about invoice 2567."))
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Call the plumber about invoice 2567."))
+    agent_env.fake.script(text="Noted: call the plumber about invoice 2567.")
+    events = await agent_env.run("Can you write down for me that the plumber needs calling about invoice 2567?")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert await _recall(agent_env) is None
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "say no time for a recall" in told and "ask them when" in told
+    assert events[-1]["content"] == "Noted: call the plumber about invoice 2567."
+
+
+async def test_a_reminder_without_a_time_made_again_after_the_doubt_is_set(agent_env) -> None:
+    # "to call mom" may answer "What should I remind you of at 5pm?": the time was said before this message.
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 2 hours",
+                                           additional_context_message="Remind the user to call mom."))
+    agent_env.fake.script(text="I'll remind you to call mom in 2 hours.")
+    events = await agent_env.run("to call mom")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert (await _recall(agent_env)) is not None
+
+
+def test_which_requests_say_a_time() -> None:
+    from recall_app.timeparse import says_when
+
+    assert all(says_when(t) for t in ["Remind me at 5 to call mom", "call mom at 5pm", "at 17:30", "on the 3rd",
+                                      "in 10min", "later today", "in a bit", "next week", "hourly",
+                                      "when I get home"])
+    assert not any(says_when(t) for t in ["Remind me to call mom", "Note that invoice 2567 needs paying",
+                                          "to call mom", ""])
