@@ -317,11 +317,21 @@ def repair_note(problem: str) -> str:
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 
 
+# The model says it will call a tool: "I can call the `filesystem` function", "I'll use the todo tool".
+_WILL_CALL = (r"\bI(?:'ll|'d| will| would| can| could| need to| have to| should| must| am going to|'m going to)?"
+              r"\s+(?:first\s+)?(?:call|use|invoke|run)\s+(?:the\s+)?")
+
+
 def described_call(text: str, names: set[str]) -> bool:
     """The reply describes a call instead of making it: it names an offered tool and shows JSON arguments
-    ("I would use the `filesystem` function with: ```json {"action": "read", …}```", Qwen 1.5B)."""
-    return bool(_JSON_OBJECT.search(text)) and any(re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text)
-                                                   for n in names)
+    ("I would use the `filesystem` function with: ```json {"action": "read", …}```", Qwen 1.5B), or says
+    in its own person that it calls one, marked as a name ("To find out how many hours are in a day, I can
+    call the `filesystem` function with the action "stat" …", Qwen 1.5B, round 12)."""
+    named = [n for n in names if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", text)]
+    if named and _JSON_OBJECT.search(text):
+        return True
+    return any(re.search(rf"{_WILL_CALL}(?:`{re.escape(n)}`|\"{re.escape(n)}\"|'{re.escape(n)}'|"
+                         rf"{re.escape(n)}\s+(?:function|tool)\b)", text, re.IGNORECASE) for n in named)
 
 
 def attempted_tools(text: str, calls: Sequence[ToolCallRequest], schemas: Sequence[dict[str, Any]]) -> list[str]:

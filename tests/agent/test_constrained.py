@@ -334,6 +334,26 @@ async def test_a_reply_that_describes_a_call_before_any_result_gets_the_call_mad
     assert '{"action"' not in shown(events) and events[-1]["content"] == "Your list is empty."
 
 
+async def test_a_reply_that_says_it_will_call_a_named_tool_gets_the_call_made(agent_env) -> None:
+    # Qwen 1.5B, round 12: "To find out …, I can call the `filesystem` function with the action "stat" …".
+    await constrained(agent_env)
+    agent_env.fake.script(text="To see what is on your list, I can call the `todo` function with the action read.")
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="Your list is empty.")
+    events = await agent_env.run("what is on my list?")
+    assert calls(events) == [("todo", {"action": "read"}, True)]
+    assert events[-1]["content"] == "Your list is empty."
+
+
+@pytest.mark.parametrize("answer", ["The `todo` tool keeps a list of steps for a task.",
+                                    "You can use the `todo` tool to keep a list; just ask."])
+async def test_an_answer_about_a_tool_is_no_call(agent_env, answer) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text=answer)
+    events = await agent_env.run("what is the todo tool for?")
+    assert calls(events) == [] and events[-1]["content"] == answer
+
+
 async def test_a_described_call_after_a_result_is_just_the_answer(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("todo", action="read"))
