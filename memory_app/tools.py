@@ -4,11 +4,14 @@ They act for ``agent.ctx.current_user_id`` only; without a user they refuse.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
 
+from agent.aids import FUNCTION_WORDS
 from agent.ctx import current_session_id, current_user_id
+from agent.ports import Doubt
 from memory_app import selectors, services
 from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
@@ -150,12 +153,37 @@ class MemorySaveTool(Tool):
         "required": ["category", "key", "value"],
     }
 
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """A fact that takes no word or number of the user's words is no fact they told: the 0.5B saved
+        "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an
+        earlier message ("Remember that.") is saved when the call is made again."""
+        value = str(params.get("value") or "")
+        if not request.strip() or not value.strip() or _shares_a_word(value, request):
+            return None
+        return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
+                            "was not saved. Save only what the user told you; if they asked something, answer it.",
+                     answer=True, repeated_runs=True)
+
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         user_id = _user_id()
         result = await sync_to_async(_save)(user_id, params)
         fact = result.fact
         verb = "Saved" if result.created else "Updated" if result.changed else "Already remembered"
         return ToolResult(success=True, output=f"{verb}: [{fact.category}] {fact.key}: {fact.value} (#{fact.pk})")
+
+
+def _words(text: str) -> set[str]:
+    """Numbers, and words of three letters or more that are not function words, lower case."""
+    return {w for w in re.findall(r"[^\W_]+", text.lower())
+            if w.isdigit() or len(w) >= 3 and w not in FUNCTION_WORDS}
+
+
+def _shares_a_word(value: str, request: str) -> bool:
+    """A word of ``value`` is one of ``request``'s, a number the same number, a word the same in its first
+    four letters ("vegetarian", "vegetarians")."""
+    said = _words(request)
+    stems = {w[:4] for w in said if not w.isdigit()}
+    return any(w in said if w.isdigit() else w[:4] in stems for w in _words(value))
 
 
 MEMORY_TOOLS: tuple[type[Tool], ...] = (MemorySearchTool, MemoryForgetTool, MemorySaveTool)

@@ -824,3 +824,33 @@ def test_which_requests_say_a_time() -> None:
                                       "when I get home"])
     assert not any(says_when(t) for t in ["Remind me to call mom", "Note that invoice 2567 needs paying",
                                           "to call mom", ""])
+
+
+async def _fact_values() -> list[str]:
+    from memory_app.models import MemoryFact
+
+    return await sync_to_async(lambda: list(MemoryFact.objects.values_list("value", flat=True)))()
+
+
+async def test_a_fact_the_user_never_said_is_not_saved_and_the_model_answers(agent_env) -> None:
+    # The 0.5B saved the time from its instruction as a fact, for "What is my server called?" (round 12).
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="time_now",
+                                       value="2026-11-28T05:42Z (Saturday, UTC)"))
+    agent_env.fake.script(text="I don't know your server's name yet.")
+    events = await agent_env.run("What is my server called?")
+    assert not started(events) and not calls(events)
+    assert await _fact_values() == []
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is nothing the user's words" in told
+    assert events[-1]["content"] == "I don't know your server's name yet."
+
+
+async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_again(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("memory_save", category="environment", key="server_name", value="boreas"))
+    agent_env.fake.script(text="Saved: your server is called boreas.")
+    events = await agent_env.run("Remember that.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
+    assert await _fact_values() == ["boreas"]
