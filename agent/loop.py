@@ -375,7 +375,8 @@ class Agent:
                 state.doubted = True
                 state.doubted_tools.update(c.name for c in decision.calls if not c.arguments_error)
                 decision = Decision(calls=[], content=call.text or decision.content,
-                                    note=f"{NOT_RUN} {doubt.reason} {GUESSED}")
+                                    note=f"{NOT_RUN} {doubt.reason} The user's message: {_said(turn, state)[:300]!r}. "
+                                         f"{GUESSED}")
             if decision.note is not None:
                 await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
