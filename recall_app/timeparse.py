@@ -174,8 +174,8 @@ class SaidTimes:
 # Words that say when in any way this grammar may not read ("later", "in a bit", "next week", "whenever it rains"),
 # and numbers shaped as times ("at 5", "5pm", "17:30", "the 3rd", "10min"); not any number ("invoice 2567").
 _WHEN_WORDS_RE = re.compile(
-    r"\b(?:later|soon|now|bit|moment|shortly|asap|sometime|someday|eventually|awhile|some point|tonight|today|tomorrow|morning|afternoon|evening|night|noon|midnight|weekends?|"
-    r"weeks?|months?|years?|days?|hours?|minutes?|seconds?|hourly|daily|weekly|monthly|yearly|annually|every|each|"
+    r"\b(?:later|soon|now|bit|moment|shortly|asap|sometime|someday|eventually|awhile|some point|tonight|today|"
+    r"tomorrow|morning|afternoon|evening|night|noon|midnight|weekends?|weeks?|months?|years?|days?|hours?|minutes?|seconds?|hourly|daily|weekly|monthly|yearly|annually|every|each|"
     r"once|twice|next|until|till|after|before|o'?clock|when|whenever|while|during|"
     rf"{'|'.join(_WEEKDAYS)}|january|february|march|april|may|june|july|august|september|october|november|"
     r"december)\b|\b(?:at|by|on|from|in|until|till)\s+\d|\d{1,2}(?::\d{2}|\s*[ap]\.?m\b)|\d{4}-\d{2}|"

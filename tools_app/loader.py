@@ -5,6 +5,10 @@ Each file is imported as ``navi_user_tools.<stem>``, validated, and wrapped in a
 error, exception at import, missing or invalid attribute) is reported as a
 ``LoadError`` and skipped, never fatal. Files whose name starts with ``_`` are
 ignored. Unchanged files are not re-imported on reload.
+
+Optional module attributes: ``timeout``, ``dangerous``, ``untrusted_output``, and ``doubt(params, request)``
+(a reason the call does not fit the user's words, or None; for small local models only, and advisory:
+the model is told the reason instead, and the same tool called again runs).
 """
 from __future__ import annotations
 
