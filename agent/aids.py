@@ -49,6 +49,7 @@ from typing import Any
 
 from agent.context import MEMORY_HEADER
 from agent.llm.base import ChatMessage, ToolCallRequest
+from agent.ports import LOOKUP
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
 from agent.turn import Turn
@@ -255,7 +256,7 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
                 descriptions: Sequence[str] = (), request: str = "", asked: Sequence[str] = (),
-                streamed: str = "") -> str | None:
+                streamed: str = "", files: Sequence[str] = ()) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
@@ -263,7 +264,7 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
     "The user's personal notes were added to long-term memory right away, so you know it in future
     conversations", from memory_save's). ``request``: the user's words of this turn, ``asked`` the same as
     messages. ``streamed``: what of ``text`` the user saw already (an echo of a message is judged only while
-    nobody saw it)."""
+    nobody saw it). ``files``: the files the user's message names (``named_files``)."""
     stripped = text.strip()
     if not stripped:
         return "empty"
@@ -277,6 +278,8 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "a tool's description repeated"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
+    if small and _says_nothing_read(stripped, this_turn, request, files):
+        return "nothing of what the file says"
     if small and not streamed and this_turn and _echoes_request(stripped, asked):
         return "the user's request repeated"
     return None
@@ -340,6 +343,33 @@ def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
                      *(json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
                        for c in m.tool_calls if c.id in ids)])
     return not _content_words(text) & _content_words(said)
+
+
+def _says_nothing_read(text: str, this_turn: Sequence[ChatMessage], request: str, files: Sequence[str]) -> bool:
+    """After a call read a file the user named (its arguments name the file, its result is more than a look,
+    ``ports.LOOKUP``), a short answer with no word or number of what it read — beyond the request's own
+    words, the file's name and the paths in the result — says nothing of what the file says: the 0.5B
+    answered "Who wrote report.txt?" with "The user wrote the file report.txt." (rounds 11 and 12). An
+    empty file, or one with nothing beyond the request's words, is not judged."""
+    if not files or len(text.split()) > SHORT_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
+        return False
+    reads = {c.id for m in this_turn if m.role == "assistant" for c in m.tool_calls if _only_points_at(c, files)}
+    read = [_PATH_TOKEN.sub(" ", _unwrapped(m.content or "")) for m in successes(this_turn)
+            if not (m.metadata or {}).get(LOOKUP) and m.tool_call_id in reads]
+    if not read:
+        return False
+    new = _content_words(" ".join(read)) - _content_words(" ".join([request, *files]))
+    return bool(new) and not _content_words(text) & new
+
+
+def _only_points_at(call: ToolCallRequest, files: Sequence[str]) -> bool:
+    """The call's arguments name one of ``files`` and say nothing else but one-word options (``{"action":
+    "read", "path": "report.txt"}``): its result is what the file holds, not something the call made of it (a
+    todo step "send report.txt to Bob", a write, a helper's task)."""
+    values = [v for v in call.arguments.values() if v not in (None, "", [], {})]
+    named = [v for v in values if isinstance(v, str) and names_a_file(v, files)]
+    return bool(named) and all(v in named or isinstance(v, str | int | float | bool) and len(str(v).split()) == 1
+                               for v in values)
 
 
 def instruction_openers() -> tuple[str, ...]:

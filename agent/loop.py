@@ -407,7 +407,7 @@ class Agent:
                 asked = _asked(turn, state)
                 why = "a tool call" if decision.replaced else poor_answer(
                     decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
-                    request="\n".join(asked), asked=asked, streamed=call.streamed_text)
+                    request="\n".join(asked), asked=asked, streamed=call.streamed_text, files=turn.named_files)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)

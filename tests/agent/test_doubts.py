@@ -854,3 +854,39 @@ async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_aga
     events = await agent_env.run("Remember that.")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
     assert await _fact_values() == ["boreas"]
+
+
+def _folder(agent_env, settings) -> Path:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+async def test_an_answer_that_says_nothing_the_file_says_is_asked_for_again(agent_env, settings) -> None:
+    # The 0.5B, rounds 11 and 12: "Who wrote report.txt?" → read → "The user wrote the file report.txt."
+    (_folder(agent_env, settings) / "report.txt").write_text("Quarterly report\nAuthor: Miriam Okafor\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
+    agent_env.fake.script(text="The user wrote the file report.txt.")
+    agent_env.fake.script(text="Miriam Okafor wrote report.txt.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert events[-1]["content"] == "Miriam Okafor wrote report.txt." == shown(events)
+
+
+async def test_an_answer_from_the_files_words_or_numbers_is_the_models(agent_env, settings) -> None:
+    (_folder(agent_env, settings) / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="notes.txt"))
+    agent_env.fake.script(text="It has 3 lines.")
+    events = await agent_env.run("How many lines does notes.txt have?")
+    assert events[-1]["content"] == "It has 3 lines." and len(agent_env.requests()) == 2
+
+
+async def test_a_second_answer_with_nothing_of_the_file_is_replaced_by_what_was_done(agent_env, settings) -> None:
+    (_folder(agent_env, settings) / "report.txt").write_text("Quarterly report\nAuthor: Miriam Okafor\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
+    agent_env.fake.script(text="The user wrote the file report.txt.")
+    agent_env.fake.script(text="The user wrote the file report.txt.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert "The user wrote" not in shown(events) and "report.txt" in events[-1]["content"]

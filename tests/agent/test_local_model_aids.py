@@ -242,10 +242,10 @@ async def test_a_small_models_answer_about_a_named_file_it_never_read_is_held_an
     await agent_env.set_profile(tool_calling="constrained")
     agent_env.fake.script(text="The author of report.txt is Navi.")
     agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
-    agent_env.fake.script(text="Report.txt was written by Miriam Okafor.")
+    agent_env.fake.script(text="Report.txt is a quarterly report; its author is someone.")
     events = await agent_env.run("Who is the author of report.txt?")
     shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
-    assert "Navi" not in shown and events[-1]["content"] == "Report.txt was written by Miriam Okafor."
+    assert "Navi" not in shown and events[-1]["content"] == "Report.txt is a quarterly report; its author is someone."
     told = agent_env.requests()[1]["messages"][-1]["content"]
     assert told.startswith('Not shown to the user: you have not read "report.txt"') and "filesystem tool" in told
     assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("filesystem", True)]
