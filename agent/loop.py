@@ -359,11 +359,11 @@ class Agent:
                     decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
                                         from_text=True)
                     doubt = self._doubt(registry, turn, state, decision.calls)
-            doubted = next((c for c in decision.calls if not c.arguments_error), None)
-            if doubt is not None and doubt.repeated_runs and doubted is not None and doubted.name in state.doubted_tools:
+            first = next((c for c in decision.calls if not c.arguments_error), None)  # the call doubts judge
+            if doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools:
                 # The tool held its doubt loosely (its words may miss how the user put it): told once, the model
                 # called it again, so it runs.
-                log.info("call_doubted_repeated_runs", tool=doubted.name)
+                log.info("call_doubted_repeated_runs", tool=first.name)
                 doubt = None
             if doubt is not None and doubt.answer and decision.calls:
                 # A call resting on a guess (a file nobody named that is not there) is not run and shows no

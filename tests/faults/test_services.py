@@ -114,9 +114,21 @@ def _settled(stack: Stack, sid: str, timeout: float = 40) -> list[dict[str, Any]
     raise AssertionError(f"the turn did not settle: {out}")
 
 
+def _not_busy(stack: Stack, sid: str, timeout: float = 30) -> None:
+    """Until no turn runs in the session (a message sent while the service recovered may start late)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, out = stack.navi.request("GET", f"/sessions/{sid}")
+        if status == 200 and not out.get("busy"):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"a turn still runs {timeout} s after the fault:\n{stack.navi.output()}")
+
+
 async def _answers_again(stack: Stack, fake: Any, sid: str) -> None:
     deadline = time.monotonic() + 30
     while True:  # the session may still be locked by the turn that saw the fault for a moment
+        await asyncio.to_thread(_not_busy, stack, sid)  # an attempt refused during recovery may run later
         ws = await stack.idle_socket(sid)
         fake.script(text="DIRECT")
         fake.script(text="Back again.")
