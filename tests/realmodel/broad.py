@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 12 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 14 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -14,7 +14,8 @@ to 8 had reported it, so round 9 added a **fresh** half (phrasings 5 and 6 of ev
 tuned on, for as long as its runs are only reported. Round 9 then read the fresh half's failures and
 fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way, and round 11
 **fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2, and round 12 **fresh4**
-(phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3. Distinctive values (codes, numbers,
+(phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3, and round 13 **fresh5** (phrasings
+13 and 14, in ``FRESH5``) after round 12 had read fresh4. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -93,8 +94,8 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4")
+         "fresh4", "fresh4", "fresh5", "fresh5")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5")
 
 
 def _clock() -> float:
@@ -126,7 +127,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "What is the freezing point of water in Fahrenheit?": ("32",),
              # the fourth fresh half (round 12)
              "What is the chemical symbol for gold?": ("au",),
-             "How many hours are in a day?": ("24", "twenty-four", "twenty four")}
+             "How many hours are in a day?": ("24", "twenty-four", "twenty four"),
+             # the fifth fresh half (round 13)
+             "What is the tallest mountain in the world?": ("everest",),
+             "How many minutes are there in an hour?": ("60", "sixty")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -424,9 +428,32 @@ FRESH4: dict[str, tuple[str, str]] = {
                  "Use a sub-agent to get the magic number from facts.txt."),
 }
 
+# Round 13's held-out phrasings: fresh4 was read after round 12 reported it, so these were written,
+# and run once with round 12's code, before round 13 changed anything.
+FRESH5: dict[str, tuple[str, str]] = {
+    "greeting": ("Howdy!", "Hey Navi, good to see you again."),
+    "plain_question": ("What is the tallest mountain in the world?", "How many minutes are there in an hour?"),
+    "date_time": ("What day is it?", "Got the current time for me?"),
+    "read_file": ("Tell me what codename project.txt contains.", "Could you read project.txt? I need its codename."),
+    "file_question": ("Which person wrote report.txt?", "Who's the author of the report in report.txt?"),
+    "write_file": ("Save a shopping list to shopping.txt with milk, eggs and bread.",
+                   "Can you write shopping.txt for me? It should have milk, eggs, bread."),
+    "note": ("Make a note of this: the plumber has to be called about invoice {v}.",
+             "Note for me: invoice {v}, call the plumber."),
+    "remember": ("Please remember my server's name: {v}.", "Learn this about me: the server I run is called {v}."),
+    "remind_once": ("In three minutes, tell me to stretch my legs.",
+                    "Could you set a reminder three minutes out so I get up and stretch?"),
+    "remind_every": ("Once an hour, please remind me to drink water.", "Set me an hourly reminder to drink water."),
+    "todo": ("Create a checklist of two tasks: buy stamps and post the letter.",
+             "To-do for today: buy stamps, post the letter. Put it in a list."),
+    "subagent": ("Get a helper agent to read facts.txt and tell me the magic number in it.",
+                 "Can you spawn a sub-agent that finds the magic number written in facts.txt?"),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
-                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent])]
+                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent]
+                                                  + FRESH5[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
