@@ -4,7 +4,8 @@ Every tool of the ``local_small`` profile, memory across sessions, one-off and r
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
 Success is judged by what the user sees and what was stored: a correct side effect with an
 answer that refuses, is empty, or shows a raw call, is a failure (``answered``), and so is one
-that does not say what was done (``says``, from round 5).
+that does not say what was done (``says``, from round 5), and so is one that opens with a tool's output
+copied (``copied_result``, from round 13).
 
 **The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
 dev, the next two test). Prompts, tool descriptions and aids are tuned on the dev half only;
@@ -48,6 +49,27 @@ def answered(t: Turn) -> str | None:
     markup = SHOWN_CALL.search(t.shown)  # everything streamed to the user, before the tools ran included
     if markup:
         return f"a raw tool call shown while streaming ({markup.group(0)!r})"
+    copied = copied_result(t)
+    if copied:
+        return f"a tool's output copied ({copied[:60]!r})"
+    return None
+
+
+_ENVELOPE = re.compile(r"\A<untrusted(?:_data)?\b[^>]*>\n[^\n]*\n", re.DOTALL)
+
+
+def copied_result(t: Turn) -> str | None:
+    """The first line of a tool's output that the answer opens with: the tool's own framing ("Wrote 21 B to
+    /tmp/…/shopping.txt.", "UTC: 2026-…", a read's path and size) shown as if it were the answer, the raw
+    dump the issue counts as a failure (from round 13; earlier rounds passed such answers). A helper's
+    answer is words a model wrote for the user, and may be passed on as it is."""
+    opening = " ".join(t.final.split()).lower()
+    for call in t.calls():
+        if not call["success"] or call["tool"] == "spawn_agent":
+            continue
+        first = " ".join(_ENVELOPE.sub("", (call["result"] or "").strip()).split("\n", 1)[0].split()).lower()
+        if len(first) >= 10 and opening.startswith(first):
+            return first
     return None
 
 
