@@ -49,7 +49,7 @@ from typing import Any
 
 from agent.context import MEMORY_HEADER
 from agent.llm.base import ChatMessage, ToolCallRequest
-from agent.ports import LOOKUP
+from agent.ports import LOOKUP, WORDS
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
 from agent.turn import Turn
@@ -276,6 +276,8 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "Navi's note about a guessed path repeated"
     if small and _copies_a_description(stripped, descriptions, this_turn):
         return "a tool's description repeated"
+    if small and _copies_a_result(stripped, this_turn):
+        return "a tool's output copied"
     if small and _says_nothing_done(stripped, this_turn):
         return "nothing of what was done"
     if small and _says_nothing_read(stripped, this_turn, request, files):
@@ -311,6 +313,34 @@ def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
     is held, so that an echo of the request can be asked for again before anyone saw it."""
     return tuple(message.strip().lower().replace("\u2019", "'")[:24] for message in asked
                  if len(message.split()) >= REQUEST_ECHO_WORDS)
+
+
+def _result_openings(this_turn: Sequence[ChatMessage]) -> list[str]:
+    """The first lines of this turn's successful tool outputs (whitespace collapsed, lower case), where
+    the tool's own framing is: a read's path and size, "Wrote 21 B to /tmp/….", "UTC: 2026-…". Not of
+    an output that is a model's words for the user (``ports.WORDS``: a helper's answer)."""
+    found = []
+    for message in successes(this_turn):
+        if (message.metadata or {}).get(WORDS):
+            continue
+        first = " ".join(_unwrapped(message.content or "").strip().split("\n", 1)[0].split()).lower()
+        if len(first) >= 10:
+            found.append(first)
+    return found
+
+
+def _copies_a_result(text: str, this_turn: Sequence[ChatMessage]) -> bool:
+    """The answer opens with a tool's output copied, framing and all: the raw dump the user must not get
+    when the model can do better (the 0.5B answered a write with "Wrote 21 B to /tmp/…/shopping.txt.", a
+    time question with "UTC: 2026-11-28T…", a read with the path, size and lines it read; round 12)."""
+    opening = " ".join(text.split()).lower()
+    return any(opening.startswith(first) for first in _result_openings(this_turn))
+
+
+def result_openers(this_turn: Sequence[ChatMessage]) -> tuple[str, ...]:
+    """How this turn's tool outputs begin (lower case, as ``StreamedCall`` compares): an answer that
+    starts so is held, so that a copy can be asked for again before anyone saw it."""
+    return tuple(first[:24] for first in _result_openings(this_turn))
 
 
 SHORT_ANSWER_WORDS = 16

@@ -34,6 +34,7 @@ from agent.aids import (
     observe,
     poor_answer,
     request_openers,
+    result_openers,
     results,
     retry_instruction,
     successes,
@@ -313,7 +314,8 @@ class Agent:
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state),
                                 hold_openers=(*instruction_openers(),
-                                              *(request_openers(_asked(turn, state)) if state.small else ())),
+                                              *(request_openers(_asked(turn, state)) if state.small else ()),
+                                              *(result_openers(turn.history[state.start:]) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
                                 hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)

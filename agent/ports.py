@@ -48,6 +48,10 @@ class ToolOutput(Protocol):
 # not. A small model is not ordered to answer after its first look, and a file it looked at is not
 # counted as read: the 1.5B answered "who wrote report.txt?" with the file's date.
 LOOKUP = "lookup"
+# A key of a tool result's metadata: the output is words a model wrote for the user (a helper's answer),
+# which an answer may pass on as they are; any other output is the tool's own, and an answer that opens
+# with it copied is a raw dump (``agent.aids``).
+WORDS = "words"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

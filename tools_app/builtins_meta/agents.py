@@ -55,7 +55,8 @@ class SpawnAgentTool(Tool):
             return ToolResult(success=False, error="stopped by the user", output=text)
         if not ok:
             return ToolResult(success=False, error="the subagent did not finish (step limit or timeout)", output=text)
-        return ToolResult(success=True, output=text or "(the subagent returned no text)")
+        return ToolResult(success=True, output=text or "(the subagent returned no text)",
+                          metadata={ports.WORDS: bool(text)})
 
 
 class SwitchProfileTool(Tool):

@@ -1,0 +1,80 @@
+"""A small model's answer that opens with a tool's output copied, framing and all ("Wrote 21 B to
+/tmp/…/shopping.txt.", "UTC: 2026-…", a read's path and size), is a raw dump (issue 24): held back,
+asked for once more in words, and never shown twice. A helper's answer, or a line of what a file
+says, is words for the user and may be passed on."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent.test_constrained import as_text, calls, constrained, shown
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _folder(agent_env, settings) -> Path:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+async def test_a_write_answered_with_the_tools_output_is_asked_for_again_in_words(agent_env, settings) -> None:
+    # The 0.5B, round 12: "Make a new file, shopping.txt, listing milk, eggs and bread." → write →
+    # "Wrote 16 B to /tmp/…/shopping.txt."
+    written = str((_folder(agent_env, settings) / "shopping.txt").resolve())
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text=f"Wrote 16 B to {written}.")
+    agent_env.fake.script(text="I saved milk, eggs and bread in shopping.txt.")
+    events = await agent_env.run("Make a new file, shopping.txt, listing milk, eggs and bread.")
+    [(_tool, _args, ok)] = calls(events)
+    assert ok and next(e for e in events if e["type"] == "tool_call")["result"].split("\n")[2] == f"Wrote 16 B to {written}."  # inside the untrusted-data envelope
+    assert events[-1]["content"] == "I saved milk, eggs and bread in shopping.txt." == shown(events)
+    assert "Tell the user in a sentence or two" in agent_env.requests()[2]["messages"][-1]["content"]
+
+
+async def test_a_second_copy_is_shown_once_as_what_was_done(agent_env, settings) -> None:
+    written = str((_folder(agent_env, settings) / "shopping.txt").resolve())
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text=f"Wrote 16 B to {written}.")
+    agent_env.fake.script(text=f"Wrote 16 B to {written}.")
+    events = await agent_env.run("Put milk, eggs and bread into shopping.txt.")
+    assert events[-1]["type"] == "stream_end" and events[-1]["content"] == f"Wrote 16 B to {written}."
+    assert shown(events).count("Wrote 16 B") <= 1 and len(agent_env.requests()) == 3  # asked once more, no more
+
+
+async def test_a_long_copy_of_a_read_is_held_before_anyone_sees_it(agent_env, settings) -> None:
+    lines = "".join(f"Line {i}: the quarterly figures of region {i} grew by {i} per cent.\n" for i in range(1, 9))
+    (_folder(agent_env, settings) / "report.txt").write_text(lines)
+    path = str((_folder(agent_env, settings) / "report.txt").resolve())
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
+    agent_env.fake.script(text=f"{path} ({len(lines)} B), lines 1-8:\n{lines}")
+    agent_env.fake.script(text="Every region grew; region 8 grew most, by 8 per cent.")
+    events = await agent_env.run("How did the regions in report.txt do?")
+    result = next(e for e in events if e["type"] == "tool_call")["result"]
+    assert f"{path} ({len(lines)} B), lines 1-8:" in result  # what the model copied is the read's own framing
+    assert events[-1]["content"] == "Every region grew; region 8 grew most, by 8 per cent." == shown(events)
+
+
+async def test_a_line_of_the_file_itself_is_the_models_answer(agent_env, settings) -> None:
+    (_folder(agent_env, settings) / "project.txt").write_text("Project notes\nThe project codename is HERON-512.\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))
+    agent_env.fake.script(text="The project codename is HERON-512.")
+    events = await agent_env.run("What's the codename in project.txt?")
+    assert events[-1]["content"] == "The project codename is HERON-512." == shown(events)
+    assert len(agent_env.requests()) == 2
+
+
+async def test_a_helpers_answer_may_be_passed_on_as_it_is(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["spawn_agent"], subagent_tools=[])
+    agent_env.fake.script(text=as_text("spawn_agent", task="Find the magic number in facts.txt."))
+    agent_env.fake.script(text="The magic number is 4242, as facts.txt says.")  # the helper's answer
+    agent_env.fake.script(text="The magic number is 4242, as facts.txt says.")  # passed on whole
+    events = await agent_env.run("Have a helper find the magic number in facts.txt.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("spawn_agent", True)]
+    assert events[-1]["content"] == "The magic number is 4242, as facts.txt says."
+    assert len(agent_env.requests()) == 3  # not asked for again
