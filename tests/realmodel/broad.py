@@ -5,7 +5,8 @@ reading, asking about and writing files, notes, todo, subagents, greetings and p
 Success is judged by what the user sees and what was stored: a correct side effect with an
 answer that refuses, is empty, or shows a raw call, is a failure (``answered``), and so is one
 that does not say what was done (``says``, from round 5), and so is one that opens with a tool's output
-copied (``copied_result``, from round 13).
+copied (``copied_result``, from round 13). A date asked for and answered right from the date the prompt
+carries needs no clock call (from round 13).
 
 **The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
 dev, the next two test). Prompts, tool descriptions and aids are tuned on the dev half only;
@@ -175,6 +176,17 @@ async def date_time(env: Env, text: str) -> Outcome:
             forms = _clock_forms(match.group(1)) | {f"{when:%A}", f"{when:%Y-%m-%d}", f"{when:%B} {when.day}",
                                                     f"{when.day} {when:%B}"}
     shown = t.final.lower()
+    if not calls and not re.search(r"\btime\b", text, re.IGNORECASE):
+        # A question of the date or the day, answered from the date every prompt carries ("Today is Saturday,
+        # 2026-11-28 (UTC)."): right for the user without a call (from round 13; earlier rounds asked for one).
+        today = datetime.now(UTC)
+        forms = {f"{today:%Y-%m-%d}", f"{today:%B} {today.day}", f"{today.day} {today:%B}"}
+        if "week" in text.lower():
+            forms = {f"{today:%A}"}
+        elif "day" in text.lower() and "date" not in text.lower():
+            forms.add(f"{today:%A}")
+        return verdict(start, [(any(f.lower() in shown for f in forms), f"the answer has none of {sorted(forms)[:4]}")],
+                       t, allowed=frozenset())
     return verdict(start, [(bool(calls), "no successful get_current_datetime call"),
                            (any(f.lower() in shown for f in forms), f"the answer has none of {sorted(forms)[:4]}")],
                    t, allowed=frozenset())
