@@ -102,6 +102,7 @@ class Run:
     waiting_since: float = 0.0
     parked_s: float = 0.0
     time_limited: bool = False
+    ending: bool = False  # the turn is over: its watcher polls no more (``RunRegistry._watch``)
 
     def note(self, kind: Any) -> None:
         """Follow the approvals the run waits for, from its events."""
@@ -288,6 +289,7 @@ class RunRegistry:
             if writer is not None:
                 await _safe(writer.push(Error(message=message).to_dict()))
         finally:
+            run.ending = True
             watcher.cancel()
             await drafts.finish(draft)  # the partial answer and an error stay in the history
             await _safe(self._drop_queued(run, writer, result))
@@ -297,6 +299,7 @@ class RunRegistry:
                 await _safe(writer.flush())
                 await _safe(writer.push(SessionSync().to_dict()))
             self.runs.pop(sid, None)
+            await _stopped(watcher)  # before the release: a poll after it would take the lock back (_watch)
             await _safe(self.store.release(sid, run.run_id))
             rlog.info("run_finished", outcome=result.outcome, seconds=round(time.monotonic() - run.started_at, 2))
             if not run.done.done():
@@ -406,11 +409,20 @@ class RunRegistry:
         return tracker.result(await _is_first_turn(req.session_id) if tracker.succeeded else False)
 
     async def _watch(self, run: Run) -> None:
-        """Keep the lock alive and poll for stop requests from other processes."""
+        """Keep the lock alive and poll for stop requests from other processes.
+
+        Both take back a lock that vanished (``store._POLL``: Redis restarted empty), so a poll after
+        the run released its lock would hold the session for a run that is over: the session would
+        refuse every message as busy ("a turn is already running") and replay the ended turn to
+        every client that connects, for LOCK_TTL_S. The watcher therefore stops at ``run.ending``,
+        set before the release, which also waits for it (``_stopped``): cancelling it is not
+        enough, as a cancel that lands while a Redis reply arrives can be lost (see ``_stopped``)."""
         sid = run.request.session_id
         last_refresh = time.monotonic()
-        while not run.done.done():
+        while not run.ending:
             await asyncio.sleep(STOP_POLL_S)
+            if run.ending:
+                return
             run.check_time_limit()
             try:
                 if not run.stop_event.is_set() and await self.store.stop_requested(sid, run.run_id):
@@ -490,6 +502,17 @@ async def _before(fn: Callable[[], Awaitable[None]]) -> str | None:
         log.warning("run_before_refused", error=str(exc))
         return str(exc) or type(exc).__name__
     return None
+
+
+async def _stopped(watcher: asyncio.Task[None]) -> None:
+    """Until the run's watcher is over. The cancel is repeated: one can be lost, as Python 3.11's
+    ``asyncio.wait_for`` (redis-py awaits replies through it) returns the result instead of raising
+    when the reply came in before the cancelled wait resumed — most cancels that meet a command in
+    flight. A poll is ~1 ms of the watcher's cycle, but a blocked loop (a long synchronous log write)
+    makes the meeting likely. The watcher also ends by itself at ``run.ending``."""
+    while not watcher.done():
+        watcher.cancel()
+        await asyncio.wait({watcher}, timeout=STOP_POLL_S)
 
 
 async def _drain(stream: Any) -> None:

@@ -461,3 +461,61 @@ async def test_a_running_turn_takes_back_a_lock_that_redis_lost(registry: RunReg
         await run.done
         await client.aclose()
     assert not await registry.ais_busy(sid)
+
+
+async def test_a_watcher_that_outlives_its_cancel_leaves_the_ended_turns_session_idle(
+        registry: RunRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scale-out: a turn fails while its watcher's stop poll waits for Redis, and the cancel of that
+    poll is lost: Python 3.11's asyncio.wait_for, which redis-py awaits replies through, returns the
+    reply instead of raising when it came in before the cancelled wait resumed (a loop blocked by a
+    long log write makes that likely; the PostgreSQL fault test met it). The poll takes back a lock that
+    vanished, so a poll after the release used to hold the session for 30 s for a turn that was
+    over. The user was told the turn failed: a client that connects now must find the session
+    idle, and the message sent again must be answered, not refused as "already running"."""
+    from sessions_app.runs.store import STOP_POLL_S, RedisStore
+
+    if not isinstance(registry.store, RedisStore):
+        pytest.skip("scale-out tier only (the stop poll takes back a lock that Redis lost)")
+    polling = asyncio.Event()
+    lost: list[str] = []
+    real_poll = registry.store.stop_requested
+
+    async def poll(session_id: str, run_id: str) -> bool:
+        if not lost:
+            polling.set()
+            try:
+                await asyncio.sleep(30)  # the reply is on its way when the turn ends...
+            except asyncio.CancelledError:
+                lost.append(run_id)  # ...and comes with the cancel, which is lost
+                return False
+        return await real_poll(session_id, run_id)
+
+    monkeypatch.setattr(registry.store, "stop_requested", poll)
+    texts: list[str] = []
+
+    async def turn(session_id: str, text: str, **kw: Any) -> Any:
+        texts.append(text)
+        if len(texts) == 1:
+            await polling.wait()
+            yield Error(message="The model server went away.")
+            return
+        yield StreamDelta(delta="Back.")
+        yield StreamEnd(content="Back.")
+
+    registry.turn = turn
+    sid, token, _ = await make_session()
+    comm = await connect(sid, token)
+    await drain(comm)
+    await comm.send_json_to({"type": "message", "content": "Are you there?"})
+    assert types(await receive_until(comm, "session_sync")) == ["stream_start", "error", "session_sync"]
+    await comm.disconnect()
+    assert lost  # the case of this test: the watcher's cancel was lost
+    await asyncio.sleep(3 * STOP_POLL_S)  # a watcher still alive polls in this time
+    again = await connect(sid, token)
+    assert await again.receive_json_from() == {"type": "session_sync"}  # idle, not the ended turn replayed
+    await again.send_json_to({"type": "message", "content": "Are you there?"})
+    assert types(await receive_until(again, "session_sync")) == ["stream_start", "stream_delta", "stream_end",
+                                                                 "session_sync"]
+    assert texts == ["Are you there?", "Are you there?"]  # each sending ran once
+    assert not await registry.ais_busy(sid)
+    await again.disconnect()
