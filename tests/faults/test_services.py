@@ -114,21 +114,13 @@ def _settled(stack: Stack, sid: str, timeout: float = 40) -> list[dict[str, Any]
     raise AssertionError(f"the turn did not settle: {out}")
 
 
-def _not_busy(stack: Stack, sid: str, timeout: float = 30) -> None:
-    """Until no turn runs in the session (a message sent while the service recovered may start late)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, out = stack.navi.request("GET", f"/sessions/{sid}")
-        if status == 200 and not out.get("busy"):
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"a turn still runs {timeout} s after the fault:\n{stack.navi.output()}")
-
-
-async def _answers_again(stack: Stack, fake: Any, sid: str) -> None:
+async def _answers_again(stack: Stack, fake: Any, sid: str) -> list[list[dict[str, Any]]]:
+    """Send "Are you there?" until it is answered; the events of every attempt. An attempt may still
+    meet the fault (its turn ends with an error); the socket of the next one must then find the
+    session idle: the attempt's turn is over, and nothing of it starts later."""
+    attempts: list[list[dict[str, Any]]] = []
     deadline = time.monotonic() + 30
-    while True:  # the session may still be locked by the turn that saw the fault for a moment
-        await asyncio.to_thread(_not_busy, stack, sid)  # an attempt refused during recovery may run later
+    while True:
         ws = await stack.idle_socket(sid)
         fake.script(text="DIRECT")
         fake.script(text="Back again.")
@@ -138,10 +130,11 @@ async def _answers_again(stack: Stack, fake: Any, sid: str) -> None:
         except TimeoutError:
             raise AssertionError(f"no answer to a message after the fault:\n{stack.navi.output()}") from None
         await ws.close()
+        attempts.append(events)
         ends = [e for e in events if e["type"] in ("stream_end", "error")]
         if ends and ends[0]["type"] == "stream_end":
             assert ends[0]["content"] == "Back again."
-            return
+            return attempts
         fake.reset()
         assert time.monotonic() < deadline, events
         await asyncio.sleep(1)
@@ -184,6 +177,30 @@ async def test_postgres_drops_connections_mid_stream(svc: Stack, fake_ollama: An
     messages = await asyncio.to_thread(_settled, svc, sid)
     _check_story(messages)
     await _answers_again(svc, fake_ollama, sid)
+
+
+async def test_postgres_drops_connections_between_turns(svc: Stack, fake_ollama: Any) -> None:
+    """The next message meets the dropped connections: its turn may fail (the user is told so with
+    an error); then the session is idle at once, the message sent again is answered, and the
+    history holds what the user was told: the answered message, and a failed one only marked
+    interrupted (a turn that failed before saving it leaves nothing)."""
+    sid = svc.session("PostgreSQL drop between turns")
+    ws = await svc.idle_socket(sid)
+    fake_ollama.script(text="DIRECT")
+    fake_ollama.script(text="Hello.")
+    await ws.send({"type": "message", "content": "Hi"})
+    assert [e["type"] for e in await ws.until("session_sync", timeout=30)][-2:] == ["stream_end", "session_sync"]
+    await ws.close()
+    assert await asyncio.to_thread(_terminate_db_connections, svc) > 0
+    attempts = await _answers_again(svc, fake_ollama, sid)
+    for events in attempts[:-1]:  # told it failed: its turn ended there
+        assert [e["type"] for e in events][0] == "stream_start" and events[-1]["type"] == "session_sync", events
+        assert [e["type"] for e in events if e["type"] in ("stream_end", "error")] == ["error"], events
+    messages = await asyncio.to_thread(svc.messages, sid)
+    asked = [m for m in messages if m["role"] == "user" and m["content"] == "Are you there?"]
+    assert len(asked) <= len(attempts) and asked[-1] is [m for m in messages if m["role"] == "user"][-1]
+    assert all(m["interrupted"] for m in asked[:-1]) and not asked[-1]["interrupted"], messages
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"] == "Back again."
 
 
 async def test_postgres_drops_connections_during_a_tool(svc: Stack, fake_ollama: Any) -> None:
