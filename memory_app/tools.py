@@ -17,7 +17,7 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import Tool, ToolError, ToolResult
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, the_question
 
 MAX_RESULTS = 20
 
@@ -158,6 +158,8 @@ class MemorySaveTool(Tool):
         "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an
         earlier message ("Remember that.") is saved when the call is made again."""
         value = str(params.get("value") or "")
+        if the_question(value, request):
+            return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
         if not request.strip() or not value.strip() or _shares_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "

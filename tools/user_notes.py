@@ -13,7 +13,8 @@ from pathlib import Path
 from django.conf import settings
 
 from agent.ctx import current_user_id
-from tools_app.base import ToolError
+from agent.ports import Doubt
+from tools_app.base import QUESTION_STORED, ToolError, the_question
 from tools_app.fileio import atomic_write_json, path_lock
 
 name = "user_notes"
@@ -123,3 +124,10 @@ async def execute(params: dict) -> str:
     if user_id is None:
         raise ToolError("notes belong to a signed-in user, and this run has none")
     return await asyncio.to_thread(_run, str(user_id), params)
+
+
+def doubt(params: dict, request: str) -> Doubt | None:
+    """A note that is the user's question itself (``the_question``) is nothing they asked to keep."""
+    text = str(params.get("text") or "") if params.get("action") == "add" else ""
+    return Doubt(reason=QUESTION_STORED.format(what=f"The note {text[:160]!r}"), answer=True) if the_question(
+        text, request) else None

@@ -7,6 +7,7 @@ profile through the context vars in ``agent.ctx``.
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -78,3 +79,18 @@ class Tool(ABC):
                 "parameters": self.parameters,
             },
         }
+
+
+_WORDS = re.compile(r"\w+")
+QUESTION_STORED = ("{what} is the user's own question, word for word: keeping it does not answer it, so it was "
+                   "not stored. Answer the question in words, from what you know or what this conversation says.")
+
+
+def the_question(text: str, request: str) -> bool:
+    """``text`` (what a call would keep: a note, a todo step, a fact) is one of the user's questions of this
+    turn (``request``, their messages one per line) word for word: in the new session of "What is my server
+    called?", the 0.5B set it as a todo step and the 1.5B added it as a note (round 13). A question inside a
+    request to keep it ("Add to my notes: why does the boiler click?") is a part of the message, not all of it."""
+    said = _WORDS.findall(text.lower())
+    return len(said) >= 3 and any(line.strip().endswith("?") and _WORDS.findall(line.lower()) == said
+                                  for line in request.splitlines())

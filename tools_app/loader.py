@@ -8,7 +8,8 @@ ignored. Unchanged files are not re-imported on reload.
 
 Optional module attributes: ``timeout``, ``dangerous``, ``untrusted_output``, and ``doubt(params, request)``
 (a reason the call does not fit the user's words, or None; for small local models only, and advisory:
-the model is told the reason instead, and the same tool called again runs).
+the model is told the reason instead, and the same tool called again runs; or an ``agent.ports.Doubt``,
+held as firmly as it says).
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class UserTool(Tool):
 
     source = "user"
     _func: Callable[[dict[str, Any]], Any]
-    _doubt_func: Callable[[dict[str, Any], str], str | None] | None = None
+    _doubt_func: Callable[[dict[str, Any], str], str | Doubt | None] | None = None
     _file: str
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
@@ -80,9 +81,12 @@ class UserTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """The module's optional ``doubt(params, request)``: a reason the call does not fit the user's words
         (a string), or None. Advisory: the model is told the reason instead of the call running, and the
-        same call made again after that runs (the tool's words may miss how the user put it)."""
+        same call made again after that runs (the tool's words may miss how the user put it). A module that
+        returns an ``agent.ports.Doubt`` says itself how firmly it holds it."""
         func = type(self)._doubt_func
         reason = func(dict(params), request) if func is not None else None
+        if isinstance(reason, Doubt):  # the module's own Doubt, held as firmly as it says
+            return reason
         return Doubt(reason=str(reason), answer=True, repeated_runs=True) if reason else None
 
 

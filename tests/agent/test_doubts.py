@@ -890,3 +890,46 @@ async def test_a_second_answer_with_nothing_of_the_file_is_replaced_by_what_was_
     agent_env.fake.script(text="The user wrote the file report.txt.")
     events = await agent_env.run("Who wrote report.txt?")
     assert "The user wrote" not in shown(events) and "report.txt" in events[-1]["content"]
+
+
+# -- the user's question kept as if it were a note, a step or a fact (round 13) ------------------------------
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("todo", {"action": "set", "steps": ["What is my server called?"]}),  # the 0.5B, fresh5
+    ("user_notes", {"action": "add", "text": "What is my server called?", "tags": ["server"]}),  # the 1.5B, fresh5
+    ("memory_save", {"category": "environment", "key": "server", "value": "what is my server called"}),
+])
+async def test_the_users_question_is_not_kept_and_the_model_answers_it(bundled, tool, args) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["todo", "user_notes", "memory_save"])
+    for _ in range(2):  # made again after the note: held as firmly
+        agent_env.fake.script(text=as_text(tool, **args))
+    agent_env.fake.script(text="Your server is called atlas.")
+    events = await agent_env.run("What is my server called?")
+    assert not started(events) and not calls(events)  # no card, nothing kept
+    assert events[-1]["content"] == "Your server is called atlas." == shown(events)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is the user's own question, word for word" in told
+    assert await _fact_values() == []
+
+
+async def test_a_question_the_user_asks_to_keep_is_kept(bundled) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Why does the boiler click?"))
+    agent_env.fake.script(text="Noted: why does the boiler click?")
+    events = await agent_env.run("Add to my notes: why does the boiler click?")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+
+
+@pytest.mark.parametrize(("text", "request_text", "question"), [
+    ("What is my server called?", "What is my server called?", True),
+    ("what is my server called", "Hi.\nWhat is my server called?", True),  # a second message of the turn
+    ("Why does the boiler click?", "Add to my notes: why does the boiler click?", False),
+    ("Call the plumber.", "Call the plumber.", False),  # an order, not a question
+    ("Really?", "Really?", False),  # too short to tell
+])
+def test_the_question(text, request_text, question) -> None:
+    from tools_app.base import the_question
+
+    assert the_question(text, request_text) is question

@@ -61,6 +61,22 @@ def test_a_tools_optional_doubt_is_advisory(loader, tools_env):  # noqa: F811
     assert tools["plain"].doubt({}, "Hello!") is None  # a tool without one is never doubted
 
 
+def test_a_doubt_the_module_returns_as_a_doubt_is_held_as_it_says(loader, tools_env):  # noqa: F811
+    write_tool_file(tools_env.tools, "diary", '''
+        from agent.ports import Doubt
+        name = "diary"
+        description = "A diary."
+        parameters = {"type": "object", "properties": {"text": {"type": "string"}}}
+        async def execute(params): return "kept"
+        def doubt(params, request):
+            return Doubt(reason="That is the user's question.", answer=True) if params.get("text") == request else None
+    ''')
+    tool = loader.load(tools_env.tools, reserved=RESERVED).tools["diary"]
+    found = tool.doubt({"text": "Why?"}, "Why?")
+    assert found is not None and found.reason == "That is the user's question." and not found.repeated_runs
+    assert tool.doubt({"text": "Rain today."}, "Write: rain today.") is None
+
+
 def test_broken_files_are_reported_and_skipped(loader, tools_env):  # noqa: F811
     write_tool_file(tools_env.tools, "good", good_tool("good"))
     write_tool_file(tools_env.tools, "syntax", "name = 'syntax'\ndef execute(:\n")

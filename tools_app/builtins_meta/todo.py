@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from tools_app.base import Tool, ToolError, ToolResult
+from agent.ports import Doubt
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, the_question
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
 
@@ -137,6 +138,13 @@ class TodoTool(Tool):
         ],
     }
     timeout: ClassVar[float] = 10.0
+
+    def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
+        """A step that is the user's question itself (``the_question``) is no step of theirs."""
+        steps = params.get("steps") if params.get("action") == "set" else None
+        asked = next((s for s in steps if isinstance(s, str) and the_question(s, request)), None) if isinstance(
+            steps, list) else None
+        return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True) if asked else None
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         path = todo_path(require_session())
