@@ -118,13 +118,15 @@ _FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
 
 
 # Times said in free text (a request, not a 'when'): "in 3 minutes", "after two hours", "3 minutes from
-# now", "every 2 hours", "every hour". The duration is this module's own grammar. A number word takes a
+# now", "ten minutes out", "every 2 hours", "every hour". The duration is this module's own grammar. A number word takes a
 # unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
 _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
-_SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+(?:from\s+now|later))\b")
+# "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10").
+_SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
+                           r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
 # "every hour", "every 2 hours", "each hour"; not "every second week" (an ordinal), "every day of the
 # trip", "every week's goals", "for each day" (one of several, not a repeat).
 _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"

@@ -384,6 +384,8 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Set a reminder for ten minutes from now").once == (("ten minutes from now", 600),)
     assert said_times("check the build in 2 hours and 15 minutes").once == (("in 2 hours and 15 minutes", 8100),)
     assert said_times("after an hour, look again").once == (("after an hour", 3600),)
+    assert said_times("a reminder three minutes out so I stretch").once == (("three minutes out", 180),)  # round 13
+    assert said_times("the score was 3 minutes out of 10").once == ()
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
     assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
