@@ -49,7 +49,7 @@ from typing import Any
 
 from agent.context import MEMORY_HEADER
 from agent.llm.base import ChatMessage, ToolCallRequest
-from agent.ports import LOOKUP, WORDS
+from agent.ports import LOOKUP, SUMMARY, WORDS
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
 from agent.turn import Turn
@@ -537,8 +537,9 @@ def notes(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 
 def summary_of(this_turn: list[ChatMessage]) -> str:
-    """An honest account of what this turn's tools did, from their own results ("Wrote 42 B to
-    shopping.txt."), for when the model gave no usable answer."""
+    """An honest account of what this turn's tools did, in their own words for the user where they have
+    some (``ports.SUMMARY``: "Wrote shopping.txt (3 lines).") and else from their results, for when the
+    model gave no usable answer."""
     done = successes(this_turn)
     if not done:
         failed = results(this_turn)
@@ -550,13 +551,19 @@ def summary_of(this_turn: list[ChatMessage]) -> str:
         reason = reason.removeprefix("Error:").strip()[:300]
         return f"I tried {last.name or 'a tool'}, but it did not work: {reason}"
     if len(done) == 1:
-        text = _unwrapped(done[0].content or "").strip()
+        text = _said_of(done[0]) or _unwrapped(done[0].content or "").strip()
         return text if len(text) <= 1200 else text[:1200].rstrip() + " …"
     lines = []
     for message in done:
-        first = _unwrapped(message.content or "").strip().split("\n", 1)[0]
+        first = _said_of(message) or _unwrapped(message.content or "").strip().split("\n", 1)[0]
         lines.append(f"- {first[:300]}")
     return "Done:\n" + "\n".join(lines)
+
+
+def _said_of(message: ChatMessage) -> str:
+    """The tool's own words for the user about what its call did (``ports.SUMMARY``), if it has some."""
+    summary = (message.metadata or {}).get(SUMMARY)
+    return summary.strip() if isinstance(summary, str) else ""
 
 
 NAMED_FILES_TAIL = "What they say is not in this conversation until you read them with the filesystem tool."

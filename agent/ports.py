@@ -52,6 +52,10 @@ LOOKUP = "lookup"
 # which an answer may pass on as they are; any other output is the tool's own, and an answer that opens
 # with it copied is a raw dump (``agent.aids``).
 WORDS = "words"
+# A key of a tool result's metadata: what the call did, in a line or two of plain words for the user ("Wrote
+# shopping.txt (3 lines)."), where the output is written for the model (paths, sizes, ids). It is what the
+# user reads when a small model gives no usable answer after the call (``agent.aids.summary_of``).
+SUMMARY = "summary"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

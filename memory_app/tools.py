@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 
 from agent.aids import FUNCTION_WORDS
 from agent.ctx import current_session_id, current_user_id
-from agent.ports import Doubt
+from agent.ports import SUMMARY, Doubt
 from memory_app import selectors, services
 from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
@@ -171,7 +171,8 @@ class MemorySaveTool(Tool):
         result = await sync_to_async(_save)(user_id, params)
         fact = result.fact
         verb = "Saved" if result.created else "Updated" if result.changed else "Already remembered"
-        return ToolResult(success=True, output=f"{verb}: [{fact.category}] {fact.key}: {fact.value} (#{fact.pk})")
+        return ToolResult(success=True, output=f"{verb}: [{fact.category}] {fact.key}: {fact.value} (#{fact.pk})",
+                          metadata={SUMMARY: f"I'll remember this: {fact.key.replace('_', ' ')}: {fact.value}."})
 
 
 def _words(text: str) -> set[str]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
@@ -12,11 +12,11 @@ from agent.aids import FUNCTION_WORDS
 from agent.ctx import current_session_id, current_user_id
 from agent.decide import GRAMMAR_PATTERN
 from agent.domains import DOMAIN_KEY, TOOLS
-from agent.ports import Doubt
+from agent.ports import SUMMARY, Doubt
 from navi_site.errors import BadRequest, NaviError
 from recall_app import services
 from recall_app.models import Recall
-from recall_app.timeparse import WHEN_PATTERN, WhenError, parse_when, said_times, says_when
+from recall_app.timeparse import WHEN_PATTERN, WhenError, describe_delta, parse_when, said_times, says_when
 from sessions_app.models import Session
 from tools_app.base import Tool, ToolError, ToolResult
 
@@ -101,6 +101,18 @@ def _confirm(recall: Recall) -> str:
     # it is the reminder to drink water.
     what = " ".join(recall.additional_context_message.split())
     return f"Recall scheduled: {line}. Instruction: {what[:200] + ('…' if len(what) > 200 else '')}"
+
+
+def _said(recall: Recall) -> str:
+    """The recall in words for the user (``agent.ports.SUMMARY``): when, how often, and what."""
+    now = timezone.now()
+    when = f"{describe_delta(recall.trigger_at, now=now)} ({recall.trigger_at.astimezone(UTC):%H:%M} UTC)"
+    if recall.call_type == Recall.CallType.IMMEDIATE:
+        when = "as soon as this conversation is idle"
+    elif recall.interval_seconds:
+        when += f", then every {describe_delta(now + timedelta(seconds=recall.interval_seconds), now=now)[3:]}"
+    what = " ".join(recall.additional_context_message.split())
+    return f"Scheduled {when}: {what[:200] + ('…' if len(what) > 200 else '')}"
 
 
 class ScheduleRecallTool(Tool):
@@ -225,7 +237,8 @@ class ScheduleRecallTool(Tool):
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         recall = await sync_to_async(self._schedule)(params)
-        return ToolResult(success=True, output=_confirm(recall), metadata={"recall_id": str(recall.id)})
+        return ToolResult(success=True, output=_confirm(recall),
+                          metadata={"recall_id": str(recall.id), SUMMARY: _said(recall)})
 
     @staticmethod
     def _schedule(params: dict[str, Any]) -> Recall:

@@ -3,7 +3,8 @@ import re
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tools_app.base import ToolError
+from agent.ports import SUMMARY
+from tools_app.base import ToolError, ToolResult
 
 name = "get_current_datetime"
 description = (
@@ -31,9 +32,10 @@ def _zone(zone_name: str) -> ZoneInfo:
         ) from None
 
 
-async def execute(params: dict) -> str:
+async def execute(params: dict) -> ToolResult:
     now = datetime.now(UTC)
     lines = [f"UTC: {now.isoformat(timespec='seconds')} ({now:%A})"]
+    said = [f"It is {_in_words(now)} UTC."]
     zone_name = (params.get("timezone") or "").strip()
     local = now.astimezone(_zone(zone_name)) if zone_name else None
     if local is not None and local.tzname() != "UTC":  # asked for UTC itself: the first line says it all
@@ -41,7 +43,13 @@ async def execute(params: dict) -> str:
         lines.append(
             f"{zone_name}: {local.isoformat(timespec='seconds')} ({local:%A}, UTC{offset[:3]}:{offset[3:]})"
         )
-    return "\n".join(lines)
+        said.append(f"In {zone_name.rsplit('/', 1)[-1].replace('_', ' ')} it is {_in_words(local)}.")
+    # What the user reads if a small model gives no answer in words (``agent.ports.SUMMARY``).
+    return ToolResult(success=True, output="\n".join(lines), metadata={SUMMARY: " ".join(said)})
+
+
+def _in_words(moment: datetime) -> str:
+    return f"{moment:%H:%M} on {moment:%A}, {moment.day} {moment:%B %Y}"
 
 
 # What this tool answers, in the words people ask it with: the time, the date, the day, how long until or

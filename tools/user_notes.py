@@ -13,8 +13,8 @@ from pathlib import Path
 from django.conf import settings
 
 from agent.ctx import current_user_id
-from agent.ports import Doubt
-from tools_app.base import QUESTION_STORED, ToolError, the_question
+from agent.ports import SUMMARY, Doubt
+from tools_app.base import QUESTION_STORED, ToolError, ToolResult, the_question
 from tools_app.fileio import atomic_write_json, path_lock
 
 name = "user_notes"
@@ -119,11 +119,14 @@ def _run(user_key: str, params: dict) -> str:
         return output
 
 
-async def execute(params: dict) -> str:
+async def execute(params: dict) -> ToolResult:
     user_id = current_user_id.get()
     if user_id is None:
         raise ToolError("notes belong to a signed-in user, and this run has none")
-    return await asyncio.to_thread(_run, str(user_id), params)
+    output = await asyncio.to_thread(_run, str(user_id), params)
+    # What the user reads if a small model gives no answer in words (``agent.ports.SUMMARY``): the note itself.
+    added = " ".join(str(params.get("text") or "").split()) if params.get("action") == "add" else ""
+    return ToolResult(success=True, output=output, metadata={SUMMARY: f"Noted: {added}"} if added else {})
 
 
 def doubt(params: dict, request: str) -> Doubt | None:

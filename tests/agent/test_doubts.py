@@ -740,16 +740,6 @@ async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> N
     assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
 
 
-@pytest.fixture
-def bundled(agent_env, settings):
-    """The bundled tools of the source tree (get_current_datetime, user_notes) in the agent's registry."""
-    from tools_app.registry import reset_registry
-
-    settings.BUNDLED_TOOLS_DIR = Path(__file__).resolve().parents[2] / "tools"
-    reset_registry()
-    return agent_env
-
-
 async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(bundled) -> None:
     agent_env = bundled
     await constrained(agent_env)

@@ -4,6 +4,7 @@ asked for once more in words, and never shown twice. A helper's answer, or a lin
 says, is words for the user and may be passed on."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,15 +35,42 @@ async def test_a_write_answered_with_the_tools_output_is_asked_for_again_in_word
     assert "Tell the user in a sentence or two" in agent_env.requests()[2]["messages"][-1]["content"]
 
 
-async def test_a_second_copy_is_shown_once_as_what_was_done(agent_env, settings) -> None:
+async def test_a_second_copy_is_replaced_by_what_was_done_in_words(agent_env, settings) -> None:
     written = str((_folder(agent_env, settings) / "shopping.txt").resolve())
     await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text=as_text("filesystem", action="write", path=written, content="milk\neggs\nbread\n"))
     agent_env.fake.script(text=f"Wrote 16 B to {written}.")
     agent_env.fake.script(text=f"Wrote 16 B to {written}.")
     events = await agent_env.run("Put milk, eggs and bread into shopping.txt.")
-    assert events[-1]["type"] == "stream_end" and events[-1]["content"] == f"Wrote 16 B to {written}."
-    assert shown(events).count("Wrote 16 B") <= 1 and len(agent_env.requests()) == 3  # asked once more, no more
+    # The tool's own words for the user (ports.SUMMARY): the file as the session knows it, lines not bytes.
+    assert events[-1]["type"] == "stream_end" and events[-1]["content"] == "Wrote shopping.txt (3 lines)."
+    assert "16 B" not in shown(events) and len(agent_env.requests()) == 3  # asked once more, no more
+
+
+@pytest.mark.parametrize(("tool", "args", "request_text", "said"), [
+    ("user_notes", {"action": "add", "text": "Call the plumber about invoice 2958."},
+     "Note: call the plumber about invoice 2958.", r"Noted: Call the plumber about invoice 2958\.\Z"),
+    ("todo", {"action": "set", "steps": ["buy stamps", "post the letter"]}, "Todo: buy stamps, post the letter.",
+     r"Your todo list:\n1\. buy stamps\n2\. post the letter\Z"),
+    ("memory_save", {"category": "environment", "key": "server_name", "value": "atlas"},
+     "Remember that my server is called atlas.", r"I'll remember this: server name: atlas\.\Z"),
+    ("get_current_datetime", {"timezone": "Asia/Tokyo"}, "What time is it in Tokyo?",
+     r"It is \d\d:\d\d on \w+day, \d+ \w+ 20\d\d UTC\. In Tokyo it is \d\d:\d\d on \w+day, \d+ \w+ 20\d\d\.\Z"),
+    ("schedule_recall", {"call_type": "once", "when": "in 10 minutes", "additional_context_message": "Tell the user to stretch."},
+     "Remind me in 10 minutes to stretch.", r"Scheduled in 10 minutes \(\d\d:\d\d UTC\): Tell the user to stretch\.\Z"),
+])
+async def test_with_no_answer_in_words_the_user_reads_the_tools_own_words(bundled, tool, args, request_text,
+                                                                           said) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=[tool])
+    agent_env.fake.script(text=as_text(tool, **args))
+    for _ in range(2):
+        agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    events = await agent_env.run(request_text)
+    [(_tool, _args, ok)] = calls(events)
+    assert ok, events
+    assert events[-1]["type"] == "stream_end" and re.match(said, events[-1]["content"]), events[-1]["content"]
+    assert "sorry" not in shown(events).lower()
 
 
 async def test_a_long_copy_of_a_read_is_held_before_anyone_sees_it(agent_env, settings) -> None:

@@ -368,4 +368,4 @@ async def test_a_call_with_its_arguments_beside_the_name_is_never_shown_as_the_a
     events = await agent_env.run("Remind me every hour to drink water.")
     shown = "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert '"name"' not in shown and '"name"' not in events[-1]["content"]
-    assert events[-1]["content"].startswith("Todo list (0/1 done)")  # the honest account of what was done
+    assert events[-1]["content"] == "Your todo list:\n1. drink water"  # the honest account of what was done

@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from agent.ports import Doubt
+from agent.ports import SUMMARY, Doubt
 from tools_app.base import Tool, ToolError, ToolResult
 from tools_app.safety.paths import check_links, is_root, open_nofollow, resolve_path, session_dir
 from tools_app.safety.permissions import require_staff
@@ -415,7 +415,29 @@ class FilesystemTool(Tool):
         output = await asyncio.to_thread(run_action, action, params)
         log.info("filesystem.action", action=action)
         source = _upload_source(action, params)
-        return ToolResult(success=True, output=output, metadata={"untrusted_source": source} if source else {})
+        metadata: dict[str, Any] = {"untrusted_source": source} if source else {}
+        summary = _summary(action, params, output)
+        if summary:
+            metadata[SUMMARY] = summary
+        return ToolResult(success=True, output=output, metadata=metadata)
+
+
+def _summary(action: str, params: dict[str, Any], output: str) -> str:
+    """What a read or a write did, in words for the user (``ports.SUMMARY``): the file by the name the call
+    gave (inside the session's folder, without that folder's path) and a count of lines instead of bytes."""
+    shown = str(params.get("path") or "").strip()
+    try:
+        shown = str(Path(shown).relative_to(session_dir().resolve())) if shown.startswith("/") else shown
+    except (ValueError, ToolError):
+        pass  # outside the session's folder: the path as given
+    if action in ("write", "append") and isinstance(params.get("content"), str):
+        lines = len(params["content"].splitlines())
+        count = f"{lines} line{'' if lines == 1 else 's'}"
+        return f"Wrote {shown} ({count})." if action == "write" else f"Added {count} to {shown}."
+    if action == "read" and ":\n" in output:
+        text = output.split(":\n", 1)[1]  # after the header of path, size and lines
+        return f"{shown} says:\n{text}"
+    return ""
 
 
 def _named(raw: str, request: str) -> bool:

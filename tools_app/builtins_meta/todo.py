@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from agent.ports import Doubt
+from agent.ports import SUMMARY, Doubt
 from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, the_question
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
@@ -154,7 +154,8 @@ class TodoTool(Tool):
         if action == "set":
             steps = _new_steps(params.get("steps") or [])
             await locked_update(path, lambda p: _save(p, steps))
-            return ToolResult(success=True, output=render(steps))
+            listed = "\n".join(f"{number}. {step['title']}" for number, step in enumerate(steps, start=1))
+            return ToolResult(success=True, output=render(steps), metadata={SUMMARY: f"Your todo list:\n{listed}"})
         check_validation = bool(profile_attr("step_validation_enabled", False))
         steps = await locked_update(path, lambda p: _update(p, params, check_validation))
         return ToolResult(success=True, output=render(steps))
