@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 
+from asgiref.sync import sync_to_async
+
 from memory_app import selectors
 from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary
+from navi_site.db_connections import reconnecting
 
 # ~300 tokens: the list of facts not yet in the summary never costs more than that.
 RECENT_FACTS_CHARS = 1000
@@ -72,19 +75,12 @@ class DjangoMemoryProvider:
         value changed since it was written is restated in it (the 1.5B still answered "atlas" with the
         newer "boreas" listed after it), and a fact it left out is listed after it (the 1.5B summed up
         "server name: boreas" as "operating system: Linux, name: Navi")."""
-        summary = await MemorySummary.objects.filter(user_id=user_id).afirst()
+        summary, every, was = await sync_to_async(_stored)(user_id)
         text = (summary.text if summary else "").strip()
-        every = [f async for f in selectors.fact_list(user_id=user_id)[:50]]
         if not text or summary is None:
             lines = recent_lines(every)
             return FACTS_HEADER + "\n" + "\n".join(lines) if lines else None
-        newer = [f for f in every if summary.stale and f.updated_at > summary.updated_at]
-        was: dict[int, str] = {}
-        # Only facts the summary saw (created before it); newest change first, so the oldest old value is kept.
-        seen = [f.pk for f in newer if f.created_at <= summary.updated_at]
-        async for change in MemoryFactChange.objects.filter(
-                fact_id__in=seen, created_at__gt=summary.updated_at).order_by("-created_at"):
-            was[change.fact_id] = change.old_value
+        newer = _newer(every, summary)
         for fact in newer:
             if fact.pk in was:
                 text, restated = _restated(text, was[fact.pk], fact.value)
@@ -105,3 +101,28 @@ class DjangoMemoryProvider:
                 blocks.append(header + "\n" + "\n".join(lines))
                 budget -= sum(len(line) + 1 for line in lines)
         return "\n\n".join(blocks)
+
+
+def _newer(every: list[MemoryFact], summary: MemorySummary) -> list[MemoryFact]:
+    """The facts changed since a stale summary was written (none when it is fresh)."""
+    return [f for f in every if summary.stale and f.updated_at > summary.updated_at]
+
+
+@reconnecting
+def _stored(user_id: int) -> tuple[MemorySummary | None, list[MemoryFact], dict[int, str]]:
+    """The user's summary, their newest facts, and the value the summary still states of each fact
+    changed since (by fact id). Read at the start of every turn and of every helper (subagent) in a
+    thread-sensitive thread, whose connection Django and Channels check only at a request or frame
+    boundary: a read that meets one PostgreSQL dropped since (a helper's, mid-turn) reads again on a new
+    one, as the memory would otherwise be left out of the prompt without a word (``agent.loop._memory``)."""
+    summary = MemorySummary.objects.filter(user_id=user_id).first()
+    every = list(selectors.fact_list(user_id=user_id)[:50])
+    was: dict[int, str] = {}
+    if summary is None or not summary.text.strip():
+        return summary, every, was
+    # Only facts the summary saw (created before it); newest change first, so the oldest old value is kept.
+    seen = [f.pk for f in _newer(every, summary) if f.created_at <= summary.updated_at]
+    for change in MemoryFactChange.objects.filter(
+            fact_id__in=seen, created_at__gt=summary.updated_at).order_by("-created_at"):
+        was[change.fact_id] = change.old_value
+    return summary, every, was

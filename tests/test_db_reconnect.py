@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import AdminShutdown
 
@@ -59,3 +60,18 @@ def test_inside_a_transaction_the_drop_is_raised(profile: AgentProfile, dropped:
     """What the outer transaction did was rolled back with the connection: it is not run again piecemeal."""
     with pytest.raises(OperationalError), transaction.atomic():
         DjangoProfileSource().load("reconnect")
+
+
+def test_the_memory_summary_reads_again_on_a_new_connection(dropped: list[str]) -> None:
+    from django.contrib.auth import get_user_model
+
+    from memory_app.models import MemorySummary
+    from memory_app.provider import DjangoMemoryProvider
+
+    dropped.append("not yet")  # the writes that set the scene run first
+    user = get_user_model().objects.create_user("reconnect", password="x")
+    MemorySummary.objects.create(user=user, text="Alice edits with Neovim.", stale=False)
+    dropped.clear()
+    # async_to_sync: the provider's thread-sensitive read runs in this thread, on this connection.
+    assert async_to_sync(DjangoMemoryProvider().summary_for)(user.pk) == "Alice edits with Neovim."
+    assert len(dropped) == 1
