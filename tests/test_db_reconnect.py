@@ -75,3 +75,16 @@ def test_the_memory_summary_reads_again_on_a_new_connection(dropped: list[str]) 
     # async_to_sync: the provider's thread-sensitive read runs in this thread, on this connection.
     assert async_to_sync(DjangoMemoryProvider().summary_for)(user.pk) == "Alice edits with Neovim."
     assert len(dropped) == 1
+
+
+def test_the_tool_switches_read_again_instead_of_failing_open(dropped: list[str]) -> None:
+    """A switch an admin turned off stays off: the dropped connection is not read as "no switches"."""
+    from tools_app.models import ToolConfig
+    from tools_app.selectors import invalidate_tool_configs, is_enabled_globally
+
+    dropped.append("not yet")
+    ToolConfig.objects.create(name="terminal", enabled_globally=False)
+    invalidate_tool_configs()
+    dropped.clear()
+    assert not is_enabled_globally("terminal")
+    assert len(dropped) == 1

@@ -15,6 +15,8 @@ import structlog
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
+from navi_site.db_connections import reconnecting
+
 log = structlog.get_logger(__name__)
 
 CACHE_SECONDS = 5.0
@@ -44,11 +46,18 @@ def _in_event_loop() -> bool:
     return True
 
 
-def _load() -> dict[str, ToolConfigView]:
+@reconnecting
+def _rows() -> list[tuple[str, bool, bool]]:
+    """Read once more on a new connection when PostgreSQL dropped this thread's: failing open on a
+    connection that merely died would enable, for ``CACHE_SECONDS``, tools an admin switched off."""
     from tools_app.models import ToolConfig
 
+    return list(ToolConfig.objects.values_list("name", "enabled_globally", "allow_for_non_staff"))
+
+
+def _load() -> dict[str, ToolConfigView]:
     try:
-        rows = list(ToolConfig.objects.values_list("name", "enabled_globally", "allow_for_non_staff"))
+        rows = _rows()
     # Table not migrated yet, database down, or DB access blocked (pytest-django raises
     # RuntimeError): no overrides. Fail-open is deliberate: a missing switch row means "enabled".
     except (DatabaseError, RuntimeError) as exc:
