@@ -118,8 +118,8 @@ _FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
 
 
 # Times said in free text (a request, not a 'when'): "in 3 minutes", "after two hours", "3 minutes from
-# now", "ten minutes out", "every 2 hours", "every hour". The duration is this module's own grammar. A number word takes a
-# unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
+# now", "ten minutes out", "every 2 hours", "every hour". The duration is this module's own grammar. A
+# number word takes a unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
 _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
