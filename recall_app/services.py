@@ -244,11 +244,17 @@ def recall_skip(*, session: Session, now: datetime | None = None) -> Recall:
     return recall
 
 
+def interval_words(seconds: int) -> str:
+    """How often, in words: "1 hour", "2 hours 30 minutes"."""
+    now = timezone.now()
+    return describe_delta(now + timedelta(seconds=seconds), now=now)[3:]
+
+
 def describe(recall: Recall, *, now: datetime | None = None) -> str:
     """One line for the model: what, when (ISO and relative), how often."""
     now = now or timezone.now()
     line = f"{recall.call_type} recall {recall.id} at {recall.trigger_at.isoformat()} "
     line += f"({describe_delta(recall.trigger_at, now=now)})"
     if recall.interval_seconds:
-        line += f", every {describe_delta(now + timedelta(seconds=recall.interval_seconds), now=now)[3:]}"
+        line += f", every {interval_words(recall.interval_seconds)}"
     return line + f", status {recall.public_status}" + (" (running now)" if recall.status == "firing" else "")

@@ -110,7 +110,7 @@ def _said(recall: Recall) -> str:
     if recall.call_type == Recall.CallType.IMMEDIATE:
         when = "as soon as this conversation is idle"
     elif recall.interval_seconds:
-        when += f", then every {describe_delta(now + timedelta(seconds=recall.interval_seconds), now=now)[3:]}"
+        when += f", then every {services.interval_words(recall.interval_seconds)}"
     what = " ".join(recall.additional_context_message.split())
     return f"Scheduled {when}: {what[:200] + ('…' if len(what) > 200 else '')}"
 
