@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 14 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 16 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -17,7 +17,8 @@ tuned on, for as long as its runs are only reported. Round 9 then read the fresh
 fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the same way, and round 11
 **fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2, and round 12 **fresh4**
 (phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3, and round 13 **fresh5** (phrasings
-13 and 14, in ``FRESH5``) after round 12 had read fresh4. Distinctive values (codes, numbers,
+13 and 14, in ``FRESH5``) after round 12 had read fresh4, and round 14 **fresh6** (phrasings 15 and 16,
+in ``FRESH6``) after round 13 had read fresh5. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -103,7 +104,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..9 (SPLIT)
+    phrasing: int  # 0..15 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -117,8 +118,8 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4", "fresh5", "fresh5")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5")
+         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6")
 
 
 def _clock() -> float:
@@ -153,7 +154,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many hours are in a day?": ("24", "twenty-four", "twenty four"),
              # the fifth fresh half (round 13)
              "What is the tallest mountain in the world?": ("everest",),
-             "How many minutes are there in an hour?": ("60", "sixty")}
+             "How many minutes are there in an hour?": ("60", "sixty"),
+             # the sixth fresh half (round 14)
+             "What is the largest planet in our solar system?": ("jupiter",),
+             "How many weeks are there in a year?": ("52", "fifty-two", "fifty two")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -484,10 +488,34 @@ FRESH5: dict[str, tuple[str, str]] = {
                  "Can you spawn a sub-agent that finds the magic number written in facts.txt?"),
 }
 
+# Round 14's held-out phrasings: fresh5 was read after round 13 reported it, so these were written,
+# and run once with round 13's code, before round 14 changed anything.
+FRESH6: dict[str, tuple[str, str]] = {
+    "greeting": ("Good afternoon!", "Hi, it's me again."),
+    "plain_question": ("What is the largest planet in our solar system?", "How many weeks are there in a year?"),
+    "date_time": ("What's the day and month today?", "What time do you have?"),
+    "read_file": ("Find the codename in project.txt, please.",
+                  "I forgot our project's codename; it's in project.txt. Can you look?"),
+    "file_question": ("Who put together report.txt?", "Tell me who authored the report.txt file."),
+    "write_file": ("Please write a file shopping.txt with the items milk, eggs, bread.",
+                   "I'd like shopping.txt created with milk, eggs and bread, each on its own line."),
+    "note": ("Put in my notes: invoice {v}, ring the plumber.",
+             "Record a note saying I need to call the plumber about invoice {v}."),
+    "remember": ("Make sure you remember: my server is {v}.",
+                 "Here's something to remember about me: my server's name is {v}."),
+    "remind_once": ("In 3 min, remind me to go stretch.", "Please ping me three minutes from now to stretch my legs."),
+    "remind_every": ("Hourly, remind me to drink water.",
+                     "Could you set up a reminder to drink water that repeats every hour?"),
+    "todo": ("I need a task list with two entries: buy stamps and post the letter.",
+             "Please list my to-dos: buy stamps, then post the letter."),
+    "subagent": ("Delegate to a helper agent: find the magic number in facts.txt.",
+                 "Can a sub-agent look through facts.txt and report back the magic number?"),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
                      for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent]
-                                                  + FRESH5[intent])]
+                                                  + FRESH5[intent] + FRESH6[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
