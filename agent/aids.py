@@ -282,6 +282,8 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "nothing of what was done"
     if small and _says_nothing_read(stripped, this_turn, request, files):
         return "nothing of what the file says"
+    if small and _misses_the_asked_line(stripped, this_turn, request, files):
+        return "nothing of what was asked of the file"
     if small and not streamed and this_turn and _echoes_request(stripped, asked):
         return "the user's request repeated"
     return None
@@ -375,20 +377,62 @@ def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     return not _content_words(text) & _content_words(said)
 
 
-def _says_nothing_read(text: str, this_turn: Sequence[ChatMessage], request: str, files: Sequence[str]) -> bool:
-    """After a call read a file the user named (its arguments name the file, its result is more than a look,
-    ``ports.LOOKUP``), a short answer with no word or number of what it read — beyond the request's own
-    words, the file's name and the paths in the result — says nothing of what the file says: the 0.5B
-    answered "Who wrote report.txt?" with "The user wrote the file report.txt." (rounds 11 and 12). An
-    empty file, or one with nothing beyond the request's words, is not judged."""
-    if not files or len(text.split()) > SHORT_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
-        return False
+READ_ANSWER_WORDS = 60  # an answer about a file read this long (words between spaces) is judged by what it says of it
+
+
+def _file_reads(this_turn: Sequence[ChatMessage], files: Sequence[str]) -> list[str]:
+    """What this turn's reads of ``files`` returned (calls whose arguments name one of the files and nothing
+    else, ``_only_points_at``; a result that is more than a look, ``ports.LOOKUP``), paths taken out."""
     reads = {c.id for m in this_turn if m.role == "assistant" for c in m.tool_calls if _only_points_at(c, files)}
-    read = [_PATH_TOKEN.sub(" ", _unwrapped(m.content or "")) for m in successes(this_turn)
+    return [_PATH_TOKEN.sub(" ", _unwrapped(m.content or "")) for m in successes(this_turn)
             if not (m.metadata or {}).get(LOOKUP) and m.tool_call_id in reads]
+
+
+def held_words(this_turn: Sequence[ChatMessage], files: Sequence[str]) -> int:
+    """How many words of a small model's answer after tools are held before any is shown, so that the aids can
+    judge it whole and ask again before anyone saw it: a short answer (``SHORT_ANSWER_WORDS``), or after a read
+    of a file the user named, one as long as the aids judge by what it says of the file (``READ_ANSWER_WORDS``)."""
+    if not successes(this_turn):
+        return 0
+    return READ_ANSWER_WORDS if files and _file_reads(this_turn, files) else SHORT_ANSWER_WORDS
+
+
+def _says_nothing_read(text: str, this_turn: Sequence[ChatMessage], request: str, files: Sequence[str]) -> bool:
+    """After a call read a file the user named (``_file_reads``), an answer with no word or number of what it
+    read — beyond the request's own words, the file's name and the paths in the result — says nothing of what
+    the file says: the 0.5B answered "Who wrote report.txt?" with "The user wrote the file report.txt."
+    (rounds 11 and 12), and "Who put together report.txt?" with "The user put together report.txt by reading
+    it from the external source and following instructions in it." (round 14). An empty file, or one with
+    nothing beyond the request's words, is not judged; nor is an answer longer than ``READ_ANSWER_WORDS``."""
+    if not files or len(text.split()) > READ_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
+        return False
+    read = _file_reads(this_turn, files)
     if not read:
         return False
     new = _content_words(" ".join(read)) - _content_words(" ".join([request, *files]))
+    return bool(new) and not _content_words(text) & new
+
+
+def _misses_the_asked_line(text: str, this_turn: Sequence[ChatMessage], request: str, files: Sequence[str]) -> bool:
+    """After a read of a file the user named, an answer with nothing of the lines the request points at: of the
+    file's lines, those that share the most words with the request (beyond the file's name) and what else they
+    say. "I forgot our project's codename; it's in project.txt" points at "The project codename is HERON-877.",
+    and the 0.5B answered "The user's project notes were successfully read and displayed. The deadline was set
+    to March 3, and the results are above." (round 14): words of the file, but not of what was asked. A
+    request that shares no word with any line ("Who put together report.txt?" of "Author: …") is not judged
+    here, nor is a header line of the tool's own (ending in a colon), nor an answer longer than
+    ``READ_ANSWER_WORDS``."""
+    if not files or len(text.split()) > READ_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
+        return False
+    said = _content_words(" ".join([request, *files]))
+    asked = _content_words(request) - _content_words(" ".join(files))
+    lines = [_content_words(line) for read in _file_reads(this_turn, files)
+             for i, line in enumerate(read.splitlines()) if not (i == 0 and line.rstrip().endswith(":"))]
+    scored = [(len(words & asked), words - said) for words in lines]
+    best = max((score for score, _ in scored), default=0)
+    if not best:
+        return False
+    new = set().union(*(words for score, words in scored if score == best))
     return bool(new) and not _content_words(text) & new
 
 

@@ -23,9 +23,9 @@ from agent.aids import (
     GUESSED,
     NOT_RUN,
     REPEATED,
-    SHORT_ANSWER_WORDS,
     Decision,
     LoopState,
+    held_words,
     instruction_openers,
     interpret,
     names_a_file,
@@ -318,8 +318,8 @@ class Agent:
                                               *(result_openers(turn.history[state.start:]) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
-                                hold_words=SHORT_ANSWER_WORDS if state.small and self._may_retry(turn, state)
-                                and successes(turn.history[state.start:]) else 0)
+                                hold_words=held_words(turn.history[state.start:], turn.named_files)
+                                if state.small and self._may_retry(turn, state) else 0)
             async for ev in call.events():
                 yield ev
             turn.context_tokens = (call.prompt_tokens or 0) + (call.eval_tokens or 0) or turn.context_tokens
