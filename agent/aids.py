@@ -100,6 +100,9 @@ class LoopState:
     todo_set: bool = False  # the todo list was set by a call of this turn
     doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
     doubted_tools: set[str] = field(default_factory=set)  # the tools of those calls
+    # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
+    # a next call of one is chosen again among the others, or none.
+    withheld: set[str] = field(default_factory=set)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
 

@@ -45,9 +45,16 @@ CALL = ('Write the one tool call the user\'s last message needs now, as {"tool":
         "with the argument values taken from the user's words.")
 
 
-def call_schema(schemas: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON schema of one call of the offered tools (definitions ``{"type": "function", ...}``)."""
+NO_TOOL = "none"  # the choice of no tool, where a decision offers it (``call_schema(none=True)``)
+
+
+def call_schema(schemas: list[dict[str, Any]], *, none: bool = False) -> dict[str, Any]:
+    """The JSON schema of one call of the offered tools (definitions ``{"type": "function", ...}``);
+    ``none``: or of no call (``{"tool": "none"}``: the model answers in words instead)."""
     branches: list[dict[str, Any]] = []
+    if none:
+        branches.append({"type": "object", "properties": {"tool": {"const": NO_TOOL}}, "required": ["tool"],
+                         "additionalProperties": False})
     for schema in schemas:
         function = schema.get("function") or {}
         name = str(function.get("name") or "")
@@ -234,6 +241,8 @@ def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "") -> 
         return StepDecision(problem=f'a call needs "tool" and "arguments", got {text[:200]!r}')
     by_name = {str((s.get("function") or {}).get("name")): s for s in schemas}
     name = value.get("tool")
+    if name == NO_TOOL and name not in by_name:
+        return StepDecision()  # no tool: an answer (offered only where the schema had the choice)
     if not isinstance(name, str) or name not in by_name:
         return StepDecision(problem=f"there is no tool {name!r}; the tools are {', '.join(by_name)}")
     arguments = value.get("arguments")
@@ -390,14 +399,15 @@ def _attempts_in(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def call_messages(messages: list[ChatMessage], *, now: datetime | None = None,
-                  tools: Sequence[dict[str, Any]] = ()) -> list[ChatMessage]:
+                  tools: Sequence[dict[str, Any]] = (), none: bool = False) -> list[ChatMessage]:
     """The request of a constrained call: the conversation, then the instruction: the offered tools, one
-    line each from their own descriptions (what a small model reads last weighs most when it picks one),
-    and the time now (UTC), which a call's time arguments count from. It comes last and is never stored:
+    line each from their own descriptions (what a small model reads last weighs most when it picks one;
+    ``none``: and the choice of none), and the time now (UTC), which a call's time arguments count from. It comes last and is never stored:
     the prefix stays cached."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
-    menu = "; ".join(f"{f.get('name')}: {first_sentence(str(f.get('description') or ''), 90)}"
-                     for f in (s.get("function") or {} for s in tools) if f.get("name"))
+    entries = [f"{f.get('name')}: {first_sentence(str(f.get('description') or ''), 90)}"
+               for f in (s.get("function") or {} for s in tools) if f.get("name")]
+    menu = "; ".join([*entries, f"{NO_TOOL}: no tool, answer in words"] if none and entries else entries)
     listing = f" The tools: {menu}" if menu else ""
     return [*messages, ChatMessage(role="system", content=f"{CALL}{listing} The time now is {now:%Y-%m-%dT%H:%MZ} "
                                                           f"({now:%A}, UTC).")]

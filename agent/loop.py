@@ -46,6 +46,7 @@ from agent.aids import (
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
 from agent.decide import (
+    NO_TOOL,
     StepDecision,
     argument_problem,
     attempted_tools,
@@ -338,6 +339,29 @@ class Agent:
             if doubt is not None and doubt.fix is not None:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
                 doubt = None
+            withheld = next((c.name for c in decision.calls if c.name in state.withheld), None)
+            if withheld is not None and state.constrained and allow:
+                # Told that the tool has nothing for this request (``ports.Doubt.again``), the model calls it
+                # again (the 0.5B guessed two files in an empty folder for a note and for a fact to keep,
+                # then had no answer; round 14): the call is chosen again among the other tools, or none.
+                others = [n for n in plan.callable if n not in state.withheld]
+                log.info("call_withheld", tool=withheld)
+                step = await self._decide(
+                    turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                    contradicted=(call.text, f"{withheld} was tried and has nothing for this request; choose "
+                                             f"another tool, or {NO_TOOL} to answer in words"),
+                    tools=others, none=True) if others else StepDecision()
+                if turn.stop_event.is_set():
+                    turn.outcome = "stopped"
+                    yield StreamStopped()
+                    return
+                if step is not None and step.call is None:
+                    state.force_answer = True
+                    continue
+                if step is not None and step.call is not None:
+                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
+                                        from_text=True)
+                    doubt = self._doubt(registry, turn, state, decision.calls)
             contradicted = doubt is not None and not doubt.answer
             if state.constrained and allow and (contradicted or self._needs_constraint(call, decision, plan, turn, state)):
                 # The model chose to call a tool but wrote no valid call, or one the user's words contradict:
@@ -376,6 +400,8 @@ class Agent:
                     continue
                 state.doubted = True
                 state.doubted_tools.update(c.name for c in decision.calls if not c.arguments_error)
+                if not doubt.again:
+                    state.withheld.update(c.name for c in decision.calls if not c.arguments_error)
                 decision = Decision(calls=[], content=call.text or decision.content,
                                     note=f"{NOT_RUN} {doubt.reason} The user's message: {_said(turn, state)[:300]!r}. "
                                          f"{GUESSED}")
@@ -570,16 +596,18 @@ class Agent:
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = ()) -> StepDecision | None:
+                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = (),
+                      none: bool = False) -> StepDecision | None:
         """The call, generated under the schema of the offered tools (the model already chose to call
         one); one repair round for what the schema could not rule out (free-form arguments, an argument
         the user's words contradict: ``doubt``). ``contradicted``: the model's own call and why the user's
         words contradict it, told before the first attempt. None: the server takes no schema (logged;
         the call as written goes through the text-call aids instead). ``tools``: the offered tools the model's
-        attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool)."""
+        attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool).
+        ``none``: the grammar offers no call too (``NO_TOOL``), which the step returns as an answer."""
         offered = [s for s in plan.every if s["function"]["name"] in tools] or plan.every
-        schema = call_schema(offered)
-        request = call_messages(messages, tools=offered)
+        schema = call_schema(offered, none=none)
+        request = call_messages(messages, tools=offered, none=none)
         if contradicted is not None:
             request = [*request, ChatMessage(role="assistant", content=contradicted[0] or "(a call)"),
                        ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]

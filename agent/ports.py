@@ -67,12 +67,16 @@ class Doubt:
     "in 3 minutes" set for an hour from now): with ``fix`` (the arguments the user's words determine,
     exactly as said) the call runs with those; without, it is written again, told ``reason``.
     ``repeated_runs``: an ``answer`` doubt the tool holds loosely (its words may miss how the user put it):
-    told once, a model that makes a call of the same tool again has it run."""
+    told once, a model that makes a call of the same tool again has it run.
+    ``again``: of an ``answer`` doubt, whether another call of the tool could serve the request; False when the
+    tool has nothing for it (a guessed look in a folder that holds nothing): the model's next call of it is
+    not made, and it chooses among the other tools, or none (``agent.loop``)."""
 
     reason: str
     answer: bool = False
     fix: dict[str, Any] | None = None
     repeated_runs: bool = False
+    again: bool = True
 
 
 class ToolSet(Protocol):

@@ -60,7 +60,8 @@ async def test_told_what_the_folder_has_the_model_reads_the_right_file(agent_env
     assert events[-1]["content"] == "Your notes say: dentist on Friday."
 
 
-async def test_a_second_guess_and_the_model_answers_without_tools(agent_env) -> None:
+async def test_a_second_guess_and_the_model_answers_without_tools(agent_env, settings) -> None:
+    (_folder(agent_env, settings) / "notes.md").write_text("Dentist on Friday.\n")  # something to look at
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("filesystem", action="read", path="planets.txt"))
     agent_env.fake.script(text=as_text("filesystem", action="list", path="/home/user/planets"))
@@ -69,6 +70,40 @@ async def test_a_second_guess_and_the_model_answers_without_tools(agent_env) -> 
     assert not started(events)
     assert events[-1]["content"] == "Mars is known as the Red Planet."
     assert "Do not call any tool" in agent_env.requests()[2]["messages"][-1]["content"]  # told to answer
+
+
+# -- a tool with nothing for the request (round 14) ----------------------------------------------------------
+# The 0.5B guessed "invoice_4084.txt", then "/home/navi/invoices/4084.txt", in an empty folder for "Put in my
+# notes: invoice 4084, ring the plumber", and the user got "I could not produce an answer this time".
+
+async def test_after_a_guess_in_an_empty_folder_the_next_call_is_chosen_among_the_other_tools(bundled) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["filesystem", "user_notes", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="invoice_4084.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="/home/navi/invoices/4084.txt"))
+    constrained_call(agent_env.fake, "user_notes", action="add", text="invoice 4084, ring the plumber")
+    agent_env.fake.script(text="Noted: ring the plumber about invoice 4084.")
+    events = await agent_env.run("Put in my notes: invoice 4084, ring the plumber.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert events[-1]["content"] == "Noted: ring the plumber about invoice 4084."
+    choice = agent_env.requests()[2]
+    branches = choice["format"]["anyOf"]
+    offered = [b["properties"]["tool"]["const"] for b in branches]
+    assert "filesystem" not in offered and {"none", "user_notes", "todo"} <= set(offered)
+    told = [m["content"] for m in choice["messages"]]
+    assert any("filesystem was tried and has nothing for this request" in c for c in told)
+    assert any("none: no tool, answer in words" in c for c in told)
+
+
+async def test_after_a_guess_in_an_empty_folder_the_model_may_choose_no_tool_and_answer(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["filesystem", "memory_save", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="planets.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="list", path="/home/user/planets"))
+    agent_env.fake.script(text='{"tool": "none"}')
+    agent_env.fake.script(text="Mars is known as the Red Planet.")
+    events = await agent_env.run("Which planet is known as the Red Planet?")
+    assert not started(events) and events[-1]["content"] == "Mars is known as the Red Planet." == shown(events)
+    assert "Do not call any tool" in agent_env.requests()[3]["messages"][-1]["content"]  # told to answer
 
 
 async def test_a_file_the_user_named_is_read_even_when_missing_and_its_error_is_the_answer(agent_env) -> None:

@@ -405,10 +405,10 @@ class FilesystemTool(Tool):
         try:
             path = resolve_path(raw)
         except ToolError as exc:
-            return Doubt(reason=f"{exc} The user named no such path.", answer=True)
+            return Doubt(reason=f"{exc} The user named no such path.", answer=True, again=_has_files())
         if path.exists():
             return None
-        return Doubt(reason=f"{_missing(path)} The user named no such file.", answer=True)
+        return Doubt(reason=f"{_missing(path)} The user named no such file.", answer=True, again=_has_files())
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         action = str(params.get("action", ""))
@@ -420,6 +420,18 @@ class FilesystemTool(Tool):
         if summary:
             metadata[SUMMARY] = summary
         return ToolResult(success=True, output=output, metadata=metadata)
+
+
+def _has_files() -> bool:
+    """The session's folder holds something to look at (a hidden entry aside): where it holds nothing, a
+    guessed look has no right path to try next (the 0.5B read "invoice_4084.txt", then
+    "/home/navi/invoices/4084.txt", for "Put in my notes: invoice 4084, ring the plumber"; round 14)."""
+    try:
+        return any(not name.startswith(".") for name in os.listdir(session_dir(create=False)))
+    except FileNotFoundError:
+        return False
+    except (OSError, ToolError):
+        return True  # unknown: the model may try again
 
 
 def _summary(action: str, params: dict[str, Any], output: str) -> str:
