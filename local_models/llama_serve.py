@@ -7,6 +7,14 @@ llama-cpp-python generates until the context is full when a chat request has no
 the only slot for minutes. This wrapper makes ``max_tokens`` default to a bound;
 a request that sets it is unchanged. It imports only llama_cpp (not Navi).
 
+It keeps the evaluated prompts of a few other conversations aside (``--prompt_slots``): the
+server has one context, so a request with another prompt (a memory summary, a session
+title, a helper agent) used to throw away the conversation's evaluated prompt, and its next
+request re-read all ~2 000 tokens of it (110 s for the 1.5B model on a loaded 2-core
+machine). The state is saved only when a request leaves a long evaluated stretch behind,
+and loaded when a request continues one, unlike llama-cpp-python's own ``--cache``, which
+saves it after every request (a second or more each time).
+
 It also hands the GGUF chat template the tool-call arguments as an object: the
 OpenAI wire format (what Navi sends) carries them as a JSON *string*, and Qwen2.5's
 template renders ``arguments | tojson``, so the model would see its own earlier
@@ -16,6 +24,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 
 def _take_default(argv: list[str]) -> int:
@@ -43,6 +54,78 @@ def _decoded(message: object) -> object:
     return {**message, "tool_calls": calls}
 
 
+def _take_slots(argv: list[str]) -> int:
+    if "--prompt_slots" not in argv:
+        return 0
+    i = argv.index("--prompt_slots")
+    value = int(argv[i + 1])
+    del argv[i : i + 2]
+    return value
+
+
+SWAP_MIN_TOKENS = 256  # a stretch of evaluated prompt shorter than this is cheaper to read again than to keep
+
+
+def _shared(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from the start."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class PromptSlots:
+    """The evaluated state of up to ``slots`` other prompts, swapped in and out of the server's one context.
+
+    ``swap(llama, tokens)`` runs before a request is evaluated: if it would overwrite a long evaluated stretch
+    (``SWAP_MIN_TOKENS``), that state is kept (replacing an earlier state of the same conversation, the
+    oldest dropped beyond ``slots``); if a kept state shares a longer stretch with the request than the
+    context does, it is loaded, and generation reads only what follows. ``llama``: a ``llama_cpp.Llama``
+    (``_input_ids``, ``save_state``, ``load_state``)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.kept: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def swap(self, llama: Any, tokens: Sequence[int]) -> int:
+        """Returns the number of tokens a loaded state brought back (0: none was loaded)."""
+        evaluated = [int(t) for t in llama._input_ids.tolist()]
+        shared = _shared(evaluated, tokens)
+        if len(evaluated) - shared >= SWAP_MIN_TOKENS:
+            key = tuple(evaluated)
+            for old in [k for k in self.kept if _shared(k, key) == len(k)]:
+                del self.kept[old]
+            self.kept[key] = llama.save_state()
+            while len(self.kept) > self.slots:
+                self.kept.popitem(last=False)
+        best = max(self.kept, key=lambda k: _shared(k, tokens), default=None)
+        if best is None or _shared(best, tokens) - shared < SWAP_MIN_TOKENS:
+            return 0
+        llama.load_state(self.kept[best])
+        self.kept.move_to_end(best)
+        return _shared(best, tokens)
+
+
+def _prompt_slots(slots: int) -> None:
+    if slots <= 0:
+        return
+    from llama_cpp.llama import Llama
+
+    kept = PromptSlots(slots)
+    original = Llama._create_completion
+
+    def _create_completion(self, prompt, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if isinstance(prompt, list) and prompt:  # the chat handler's tokens (a text prompt is left alone)
+            restored = kept.swap(self, prompt)
+            if restored:
+                print(f"prompt slot restored: {restored} tokens", file=sys.stderr)
+        return original(self, prompt, *args, **kwargs)
+
+    Llama._create_completion = _create_completion
+
+
 def _arguments_as_objects() -> None:
     from llama_cpp import llama_chat_format
 
@@ -57,12 +140,14 @@ def _arguments_as_objects() -> None:
 
 def main() -> None:
     limit = _take_default(sys.argv)
+    slots = _take_slots(sys.argv)
     from llama_cpp.server import types
 
     for model in (types.CreateChatCompletionRequest, types.CreateCompletionRequest):
         model.model_fields["max_tokens"].default = limit
         model.model_rebuild(force=True)
     _arguments_as_objects()
+    _prompt_slots(slots)
     from llama_cpp.server.__main__ import main as serve
 
     serve()

@@ -29,6 +29,7 @@ Echo = Callable[[str], None]
 HEARTBEAT_SECONDS = 30.0
 LAUNCHER = Path(__file__).with_name("llama_serve.py")
 DEFAULT_MAX_TOKENS = 1024
+PROMPT_SLOTS = 3  # conversations whose evaluated prompt the server keeps aside (``llama_serve.py``)
 PROGRESS_EVERY = 10.0
 _PROGRESS = re.compile(r"^\s*\[\s*\d+(?:/\d+|%)\]")
 _NOTABLE = re.compile(r"(?i)(error|warning: .*fail|successfully|collecting|building wheel|installing)")
@@ -150,7 +151,10 @@ def server_command(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int
       would cut the running answer short; with one slot it now waits its turn instead;
     - n_threads 2 / n_batch 256: two cores, prompt evaluation in moderate batches;
     - a default ``max_tokens`` of 1024 (``llama_serve.py``): without it a request that sets none
-      (Navi's) generates until the context is full when the model loops.
+      (Navi's) generates until the context is full when the model loops;
+    - ``--prompt_slots``: the evaluated prompts of that many other conversations are kept aside
+      (``llama_serve.py``), so a memory summary, a title or a helper agent in between does not cost
+      the conversation a whole new prefill of its ~2 000-token prompt.
     """
     return [
         str(paths.python), str(LAUNCHER), "--default_max_tokens", str(DEFAULT_MAX_TOKENS),
@@ -158,6 +162,7 @@ def server_command(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(spec.n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
         "--n_batch", "256", "--interrupt_requests", "False",
+        "--prompt_slots", str(PROMPT_SLOTS),
     ]
 
 
