@@ -344,20 +344,17 @@ class Agent:
                 # Told that the tool has nothing for this request (``ports.Doubt.again``), the model calls it
                 # again (the 0.5B guessed two files in an empty folder for a note and for a fact to keep,
                 # then had no answer; round 14): the call is chosen again among the other tools, or none.
-                others = [n for n in plan.callable if n not in state.withheld]
                 log.info("call_withheld", tool=withheld)
                 step = await self._decide(
                     turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
                     contradicted=(call.text, f"{withheld} was tried and has nothing for this request; choose "
-                                             f"another tool, or {NO_TOOL} to answer in words"),
-                    tools=others, none=True) if others else StepDecision()
+                                             f"another tool, or {NO_TOOL} to answer in words"))
                 if turn.stop_event.is_set():
                     turn.outcome = "stopped"
                     yield StreamStopped()
                     return
                 if step is not None and step.call is None:
-                    state.force_answer = True
-                    continue
+                    continue  # none chosen, or no usable call: the next step answers (force_answer is set)
                 if step is not None and step.call is not None:
                     decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
                                         from_text=True)
@@ -605,7 +602,14 @@ class Agent:
         the call as written goes through the text-call aids instead). ``tools``: the offered tools the model's
         attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool).
         ``none``: the grammar offers no call too (``NO_TOOL``), which the step returns as an answer."""
-        offered = [s for s in plan.every if s["function"]["name"] in tools] or plan.every
+        # A tool that said it has nothing for this request (``state.withheld``) is never offered again, and
+        # where one was, the choice of none is: the model's attempt may have pointed at it.
+        open_ = [s for s in plan.every if s["function"]["name"] not in state.withheld]
+        if not open_:
+            state.force_answer = True
+            return StepDecision()
+        offered = [s for s in open_ if s["function"]["name"] in tools] or open_
+        none = none or bool(state.withheld)
         schema = call_schema(offered, none=none)
         request = call_messages(messages, tools=offered, none=none)
         if contradicted is not None:
@@ -632,6 +636,8 @@ class Agent:
                 return step
             if found is not None and not found.answer:
                 step = StepDecision(call=step.call, problem=found.reason)
+            if step.answer:  # the choice of none
+                state.force_answer = True
             if step.problem is None:
                 return step
             log.info("decision_unusable", attempt=attempt, problem=step.problem[:300])

@@ -95,6 +95,20 @@ async def test_after_a_guess_in_an_empty_folder_the_next_call_is_chosen_among_th
     assert any("none: no tool, answer in words" in c for c in told)
 
 
+async def test_after_a_guess_in_an_empty_folder_a_call_written_again_is_not_of_that_tool(bundled) -> None:
+    # Round 14: the second attempt was no valid call, and the call generated for it named the same tool.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["filesystem", "user_notes", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="invoice_5816.txt"))
+    agent_env.fake.script(text='{"name": "filesystem", "arguments": {"action": "read", "path": ')  # cut short
+    constrained_call(agent_env.fake, "user_notes", action="add", text="invoice 5816: call the plumber")
+    agent_env.fake.script(text="Noted: call the plumber about invoice 5816.")
+    events = await agent_env.run("Jot this down: plumber, invoice 5816.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    offered = [b["properties"]["tool"]["const"] for b in agent_env.requests()[2]["format"]["anyOf"]]
+    assert "filesystem" not in offered and "none" in offered
+
+
 async def test_after_a_guess_in_an_empty_folder_the_model_may_choose_no_tool_and_answer(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["filesystem", "memory_save", "todo"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="planets.txt"))
