@@ -402,8 +402,8 @@ def call_messages(messages: list[ChatMessage], *, now: datetime | None = None,
                   tools: Sequence[dict[str, Any]] = (), none: bool = False) -> list[ChatMessage]:
     """The request of a constrained call: the conversation, then the instruction: the offered tools, one
     line each from their own descriptions (what a small model reads last weighs most when it picks one;
-    ``none``: and the choice of none), and the time now (UTC), which a call's time arguments count from. It comes last and is never stored:
-    the prefix stays cached."""
+    ``none``: and the choice of none), and the time now (UTC), which a call's time arguments count from.
+    It comes last and is never stored: the prefix stays cached."""
     now = (now or datetime.now(UTC)).astimezone(UTC)
     entries = [f"{f.get('name')}: {first_sentence(str(f.get('description') or ''), 90)}"
                for f in (s.get("function") or {} for s in tools) if f.get("name")]

@@ -593,23 +593,22 @@ class Agent:
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = (),
-                      none: bool = False) -> StepDecision | None:
+                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = ()) -> StepDecision | None:
         """The call, generated under the schema of the offered tools (the model already chose to call
         one); one repair round for what the schema could not rule out (free-form arguments, an argument
         the user's words contradict: ``doubt``). ``contradicted``: the model's own call and why the user's
         words contradict it, told before the first attempt. None: the server takes no schema (logged;
         the call as written goes through the text-call aids instead). ``tools``: the offered tools the model's
         attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool).
-        ``none``: the grammar offers no call too (``NO_TOOL``), which the step returns as an answer."""
-        # A tool that said it has nothing for this request (``state.withheld``) is never offered again, and
-        # where one was, the choice of none is: the model's attempt may have pointed at it.
+        Where a tool said it has nothing for the request (``state.withheld``), the grammar offers the choice
+        of no call too (``NO_TOOL``), which the step returns as an answer."""
+        # A withheld tool is never offered again; the model's attempt may have pointed at it.
         open_ = [s for s in plan.every if s["function"]["name"] not in state.withheld]
         if not open_:
             state.force_answer = True
             return StepDecision()
         offered = [s for s in open_ if s["function"]["name"] in tools] or open_
-        none = none or bool(state.withheld)
+        none = bool(state.withheld)
         schema = call_schema(offered, none=none)
         request = call_messages(messages, tools=offered, none=none)
         if contradicted is not None:

@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def _take_default(argv: list[str]) -> int:
-    if "--default_max_tokens" not in argv:
-        return 1024
-    i = argv.index("--default_max_tokens")
+def _take(argv: list[str], option: str, default: int) -> int:
+    """The value of one of the wrapper's own options, taken out of ``argv`` (the server does not know it)."""
+    if option not in argv:
+        return default
+    i = argv.index(option)
     value = int(argv[i + 1])
     del argv[i : i + 2]
     return value
@@ -52,15 +53,6 @@ def _decoded(message: object) -> object:
             call = {**call, "function": function}
         calls.append(call)
     return {**message, "tool_calls": calls}
-
-
-def _take_slots(argv: list[str]) -> int:
-    if "--prompt_slots" not in argv:
-        return 0
-    i = argv.index("--prompt_slots")
-    value = int(argv[i + 1])
-    del argv[i : i + 2]
-    return value
 
 
 SWAP_MIN_TOKENS = 256  # a stretch of evaluated prompt shorter than this is cheaper to read again than to keep
@@ -139,8 +131,8 @@ def _arguments_as_objects() -> None:
 
 
 def main() -> None:
-    limit = _take_default(sys.argv)
-    slots = _take_slots(sys.argv)
+    limit = _take(sys.argv, "--default_max_tokens", 1024)
+    slots = _take(sys.argv, "--prompt_slots", 0)
     from llama_cpp.server import types
 
     for model in (types.CreateChatCompletionRequest, types.CreateCompletionRequest):
