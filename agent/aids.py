@@ -100,6 +100,7 @@ class LoopState:
     todo_set: bool = False  # the todo list was set by a call of this turn
     doubted: bool = False  # a call resting on a guess was not run in this turn (``doubts``)
     doubted_tools: set[str] = field(default_factory=set)  # the tools of those calls
+    confirmed: set[str] = field(default_factory=set)  # of those, called again and confirmed under the grammar
     # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)

@@ -383,9 +383,31 @@ class Agent:
                                         from_text=True)
                     doubt = self._doubt(registry, turn, state, decision.calls)
             first = next((c for c in decision.calls if not c.arguments_error), None)  # the call doubts judge
+            if (doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools
+                    and first.name not in state.confirmed and state.constrained and allow):
+                # Told once, the model calls the tool again: it confirms the call under a grammar that also offers
+                # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14).
+                state.confirmed.add(first.name)
+                log.info("call_doubted_confirm", tool=first.name)
+                step = await self._decide(
+                    turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                    contradicted=(call.text, f"{doubt.reason.rstrip('.')}. Call {first.name} only if the user's "
+                                             f"words need it; else choose {NO_TOOL} and answer in words"),
+                    tools=[first.name], none=True)
+                if turn.stop_event.is_set():
+                    turn.outcome = "stopped"
+                    yield StreamStopped()
+                    return
+                if step is not None and step.call is None:
+                    continue  # none chosen: the next step answers (force_answer is set)
+                if step is not None and step.call is not None:
+                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
+                                        from_text=True)
+                    doubt = self._doubt(registry, turn, state, decision.calls)
+                    first = decision.calls[0]
             if doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools:
                 # The tool held its doubt loosely (its words may miss how the user put it): told once, the model
-                # called it again, so it runs.
+                # called it again (and confirmed it, where calls are constrained), so it runs.
                 log.info("call_doubted_repeated_runs", tool=first.name)
                 doubt = None
             if doubt is not None and doubt.answer and decision.calls:
@@ -593,22 +615,23 @@ class Agent:
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = ()) -> StepDecision | None:
+                      contradicted: tuple[str, str] | None = None, tools: Sequence[str] = (),
+                      none: bool = False) -> StepDecision | None:
         """The call, generated under the schema of the offered tools (the model already chose to call
         one); one repair round for what the schema could not rule out (free-form arguments, an argument
         the user's words contradict: ``doubt``). ``contradicted``: the model's own call and why the user's
         words contradict it, told before the first attempt. None: the server takes no schema (logged;
         the call as written goes through the text-call aids instead). ``tools``: the offered tools the model's
         attempt pointed at (``attempted_tools``); the grammar offers only those (none: every offered tool).
-        Where a tool said it has nothing for the request (``state.withheld``), the grammar offers the choice
-        of no call too (``NO_TOOL``), which the step returns as an answer."""
+        ``none`` (and wherever a tool said it has nothing for the request, ``state.withheld``): the grammar
+        offers the choice of no call too (``NO_TOOL``), which the step returns as an answer."""
         # A withheld tool is never offered again; the model's attempt may have pointed at it.
         open_ = [s for s in plan.every if s["function"]["name"] not in state.withheld]
         if not open_:
             state.force_answer = True
             return StepDecision()
         offered = [s for s in open_ if s["function"]["name"] in tools] or open_
-        none = bool(state.withheld)
+        none = none or bool(state.withheld)
         schema = call_schema(offered, none=none)
         request = call_messages(messages, tools=offered, none=none)
         if contradicted is not None:

@@ -807,10 +807,30 @@ async def test_the_clock_called_again_after_its_doubt_runs(bundled) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("get_current_datetime"))
     agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
+    constrained_call(agent_env.fake, "get_current_datetime", timezone="Europe/Berlin")  # confirmed (round 14)
     agent_env.fake.script(text="Es ist 10:00 Uhr.")
     events = await agent_env.run("Wie spät ist es?")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("get_current_datetime", True)]
+    assert [(tool, args, ok) for tool, args, ok in calls(events)] == [
+        ("get_current_datetime", {"timezone": "Europe/Berlin"}, True)]
     assert events[-1]["content"] == "Es ist 10:00 Uhr."
+    confirm = agent_env.requests()[2]
+    offered = [b["properties"]["tool"]["const"] for b in confirm["format"]["anyOf"]]
+    assert offered == ["none", "get_current_datetime"]
+    assert any("says nothing about a date or a time" in m["content"] and "choose none" in m["content"]
+               for m in confirm["messages"])
+
+
+async def test_the_clock_called_again_for_a_greeting_may_be_given_up_for_an_answer(bundled) -> None:
+    # The 1.5B called the clock for "Hi!", told, called it again, and answered with the time (round 14).
+    agent_env = bundled
+    await constrained(agent_env)
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
+    agent_env.fake.script(text='{"tool": "none"}')
+    agent_env.fake.script(text="Hi! How can I help you today?")
+    events = await agent_env.run("Hi!")
+    assert not calls(events) and not started(events)
+    assert events[-1]["content"] == "Hi! How can I help you today?" == shown(events)
 
 
 @pytest.mark.parametrize(("request_text", "args"), [
@@ -851,6 +871,8 @@ async def test_a_reminder_without_a_time_made_again_after_the_doubt_is_set(agent
     for _ in range(2):
         agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 2 hours",
                                            additional_context_message="Remind the user to call mom."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 2 hours",
+                     additional_context_message="Remind the user to call mom.")  # confirmed (round 14)
     agent_env.fake.script(text="I'll remind you to call mom in 2 hours.")
     events = await agent_env.run("to call mom")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
@@ -891,6 +913,8 @@ async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_aga
     await constrained(agent_env, enabled_tools=["memory_save", "todo"])
     for _ in range(2):
         agent_env.fake.script(text=as_text("memory_save", category="environment", key="server_name", value="boreas"))
+    constrained_call(agent_env.fake, "memory_save", category="environment", key="server_name",
+                     value="boreas")  # confirmed (round 14)
     agent_env.fake.script(text="Saved: your server is called boreas.")
     events = await agent_env.run("Remember that.")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
