@@ -38,6 +38,7 @@ LOG_TTL_S = 3600
 STOP_TTL_S = 60
 STOP_POLL_S = 0.2
 MAX_CONNECTIONS = 64  # per event loop
+HEALTH_CHECK_S = 5  # a pooled connection idle this long is checked before use (``RedisRunStore._client``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +280,18 @@ class RedisStore:
             # A blocking pool: with more concurrent runs than connections, an append waits for a
             # free connection instead of failing with MaxConnectionsError (100 streaming sessions
             # hit the default pool's limit of 100 and every event after that was lost live).
-            pool = aioredis.BlockingConnectionPool.from_url(self.url, max_connections=MAX_CONNECTIONS, timeout=5,
-                                                            socket_timeout=5, socket_connect_timeout=5)
+            # A connection idle since Redis restarted is dead: each is checked with a PING before its next
+            # command once idle for HEALTH_CHECK_S, and a failed PING or a command on a closed connection is
+            # tried once more on a new one (a stale pooled connection failed a later turn's busy check, and
+            # the websocket closed with 1011). Only connection errors: a timeout may have run the command.
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+            from redis.exceptions import ConnectionError as RedisConnectionError
+
+            pool = aioredis.BlockingConnectionPool.from_url(
+                self.url, max_connections=MAX_CONNECTIONS, timeout=5, socket_timeout=5, socket_connect_timeout=5,
+                health_check_interval=HEALTH_CHECK_S,
+                retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)))
             client = aioredis.Redis(connection_pool=pool)
             self._clients[loop] = client
         return client

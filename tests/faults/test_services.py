@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from tests.faults.conftest import MARK_TOOL, Stack, collect_text, wait_for_event
 from tests.support.live import free_port, start_live_navi
@@ -186,8 +187,8 @@ async def _ask(stack: Stack, ws: Any, fake: Any, content: str, answer: str) -> l
     await ws.send({"type": "message", "content": content})
     try:
         return await ws.until("session_sync", timeout=30)
-    except TimeoutError:
-        raise AssertionError(f"no answer to {content!r}:\n{stack.navi.output()}") from None
+    except (TimeoutError, ConnectionClosed) as exc:
+        raise AssertionError(f"no answer to {content!r} ({exc!r}):\n{stack.navi.output()}") from None
 
 
 async def test_postgres_drops_connections_between_turns(svc: Stack, fake_ollama: Any) -> None:
