@@ -401,6 +401,12 @@ def held_words(this_turn: Sequence[ChatMessage], files: Sequence[str]) -> int:
     return READ_ANSWER_WORDS if files and _file_reads(this_turn, files) else SHORT_ANSWER_WORDS
 
 
+def _judged_as_a_read_answer(text: str, files: Sequence[str]) -> bool:
+    """An answer the checks of what it says of a file read judge: the user named files, it is at most
+    ``READ_ANSWER_WORDS`` long, and in English letters (the words of a file cannot be compared otherwise)."""
+    return bool(files) and len(text.split()) <= READ_ANSWER_WORDS and not re.search(r"[^\x00-\x7f]", text)
+
+
 def _says_nothing_read(text: str, this_turn: Sequence[ChatMessage], request: str, files: Sequence[str]) -> bool:
     """After a call read a file the user named (``_file_reads``), an answer with no word or number of what it
     read — beyond the request's own words, the file's name and the paths in the result — says nothing of what
@@ -408,7 +414,7 @@ def _says_nothing_read(text: str, this_turn: Sequence[ChatMessage], request: str
     (rounds 11 and 12), and "Who put together report.txt?" with "The user put together report.txt by reading
     it from the external source and following instructions in it." (round 14). An empty file, or one with
     nothing beyond the request's words, is not judged; nor is an answer longer than ``READ_ANSWER_WORDS``."""
-    if not files or len(text.split()) > READ_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
+    if not _judged_as_a_read_answer(text, files):
         return False
     read = _file_reads(this_turn, files)
     if not read:
@@ -426,7 +432,7 @@ def _misses_the_asked_line(text: str, this_turn: Sequence[ChatMessage], request:
     request that shares no word with any line ("Who put together report.txt?" of "Author: …") is not judged
     here, nor is a header line of the tool's own (ending in a colon), nor an answer longer than
     ``READ_ANSWER_WORDS``."""
-    if not files or len(text.split()) > READ_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
+    if not _judged_as_a_read_answer(text, files):
         return False
     said = _content_words(" ".join([request, *files]))
     asked = _content_words(request) - _content_words(" ".join(files))

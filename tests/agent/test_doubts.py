@@ -957,15 +957,23 @@ async def test_a_second_answer_with_nothing_of_the_file_is_replaced_by_what_was_
     assert "The user wrote" not in shown(events) and "report.txt" in events[-1]["content"]
 
 
+async def _read_then_answered(agent_env, settings, name: str, content: str, request: str,
+                              *answers: str) -> list[dict]:
+    """A turn in which the model reads the file ``name`` (holding ``content``), then answers ``answers`` in turn."""
+    (_folder(agent_env, settings) / name).write_text(content)
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path=name))
+    for answer in answers:
+        agent_env.fake.script(text=answer)
+    return await agent_env.run(request)
+
+
 async def test_a_long_answer_with_nothing_of_the_file_is_asked_for_again_before_it_is_shown(agent_env, settings) -> None:
     # The 0.5B, round 14: 19 words, the envelope's note reworded, nothing the file says.
-    (_folder(agent_env, settings) / "report.txt").write_text("Quarterly report\nAuthor: Priya Raman\n")
-    await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
-    agent_env.fake.script(text="The user put together report.txt by reading it from the external source and "
-                               "following instructions in it.")
-    agent_env.fake.script(text="Priya Raman put together report.txt.")
-    events = await agent_env.run("Who put together report.txt?")
+    events = await _read_then_answered(
+        agent_env, settings, "report.txt", "Quarterly report\nAuthor: Priya Raman\n", "Who put together report.txt?",
+        "The user put together report.txt by reading it from the external source and following instructions in it.",
+        "Priya Raman put together report.txt.")
     assert events[-1]["content"] == "Priya Raman put together report.txt." == shown(events)
 
 
@@ -974,23 +982,16 @@ PROJECT = "Project notes\nThe project codename is HERON-877.\nThe deadline is Ma
 
 async def test_an_answer_without_the_line_the_request_points_at_is_asked_for_again(agent_env, settings) -> None:
     # The 0.5B, round 14: words of the file (the deadline), not what was asked (the codename).
-    (_folder(agent_env, settings) / "project.txt").write_text(PROJECT)
-    await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))
-    agent_env.fake.script(text="The user's project notes were successfully read and displayed. The deadline was set "
-                               "to March 3, and the results are above.")
-    agent_env.fake.script(text="The codename is HERON-877.")
-    events = await agent_env.run("I forgot our project's codename; it's in project.txt. Can you look?")
+    events = await _read_then_answered(
+        agent_env, settings, "project.txt", PROJECT, "I forgot our project's codename; it's in project.txt. Can you look?",
+        "The user's project notes were successfully read and displayed. The deadline was set to March 3, and the "
+        "results are above.", "The codename is HERON-877.")
     assert events[-1]["content"] == "The codename is HERON-877." == shown(events)
 
 
 async def test_twice_without_the_line_asked_for_the_user_gets_what_the_file_says(agent_env, settings) -> None:
-    (_folder(agent_env, settings) / "project.txt").write_text(PROJECT)
-    await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))
-    for _ in range(2):
-        agent_env.fake.script(text="The deadline of the project is March 3.")
-    events = await agent_env.run("What's the codename in project.txt?")
+    events = await _read_then_answered(agent_env, settings, "project.txt", PROJECT, "What's the codename in project.txt?",
+                                       *["The deadline of the project is March 3."] * 2)
     assert "HERON-877" in events[-1]["content"] and "deadline of the project" not in shown(events)
 
 
@@ -1003,11 +1004,7 @@ async def test_twice_without_the_line_asked_for_the_user_gets_what_the_file_says
 ])
 async def test_an_answer_with_what_the_request_points_at_is_the_models(agent_env, settings, request_text,
                                                                         answer) -> None:
-    (_folder(agent_env, settings) / "project.txt").write_text(PROJECT)
-    await constrained(agent_env)
-    agent_env.fake.script(text=as_text("filesystem", action="read", path="project.txt"))
-    agent_env.fake.script(text=answer)
-    events = await agent_env.run(request_text)
+    events = await _read_then_answered(agent_env, settings, "project.txt", PROJECT, request_text, answer)
     assert events[-1]["content"] == answer == shown(events) and len(agent_env.requests()) == 2
 
 
