@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 16 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 18 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -18,7 +18,8 @@ fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the 
 **fresh3** (phrasings 9 and 10, in ``FRESH3``) after round 10 had read fresh2, and round 12 **fresh4**
 (phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3, and round 13 **fresh5** (phrasings
 13 and 14, in ``FRESH5``) after round 12 had read fresh4, and round 14 **fresh6** (phrasings 15 and 16,
-in ``FRESH6``) after round 13 had read fresh5. Distinctive values (codes, numbers,
+in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasings 17 and 18, in
+``FRESH7``) after round 14 had read fresh6. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -104,7 +105,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..15 (SPLIT)
+    phrasing: int  # 0..17 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -118,8 +119,8 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6")
+         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
 
 
 def _clock() -> float:
@@ -157,7 +158,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many minutes are there in an hour?": ("60", "sixty"),
              # the sixth fresh half (round 14)
              "What is the largest planet in our solar system?": ("jupiter",),
-             "How many weeks are there in a year?": ("52", "fifty-two", "fifty two")}
+             "How many weeks are there in a year?": ("52", "fifty-two", "fifty two"),
+             # the seventh fresh half (round 15)
+             "Who wrote Romeo and Juliet?": ("shakespeare",),
+             "How many days are in a week?": ("7", "seven")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -512,10 +516,33 @@ FRESH6: dict[str, tuple[str, str]] = {
                  "Can a sub-agent look through facts.txt and report back the magic number?"),
 }
 
+# Round 15's held-out phrasings: fresh6 was read after round 14 reported it, so these were written,
+# and run once with round 14's code, before round 15 changed anything.
+FRESH7: dict[str, tuple[str, str]] = {
+    "greeting": ("Yo, what's up?", "Good evening, Navi. How have you been?"),
+    "plain_question": ("Who wrote Romeo and Juliet?", "How many days are in a week?"),
+    "date_time": ("Have you got the time?", "What date is it today?"),
+    "read_file": ("Open project.txt and tell me the codename.", "Read me the codename from project.txt."),
+    "file_question": ("report.txt was written by whom?", "Who is credited as the author in report.txt?"),
+    "write_file": ("Put milk, eggs and bread into a file called shopping.txt.",
+                   "Create shopping.txt; contents: milk, eggs, bread."),
+    "note": ("Jot down that I have to phone the plumber regarding invoice {v}.",
+             "Leave me a note: the plumber must be called about invoice {v}."),
+    "remember": ("Don't forget that my server is named {v}.", "For future reference, my server is called {v}."),
+    "remind_once": ("Remind me to stretch in three minutes.",
+                    "I'd like a heads-up in 3 minutes to stretch my legs."),
+    "remind_every": ("Can you remind me hourly that I should drink water?",
+                     "Every 60 minutes, I'd like a reminder to drink some water."),
+    "todo": ("Start a to-do list with buy stamps and post the letter.",
+             "Make a list of things to do: buy stamps, post the letter."),
+    "subagent": ("Use a helper agent to find out the magic number in facts.txt.",
+                 "Dispatch a subagent to read facts.txt and give me the magic number."),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
                      for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent]
-                                                  + FRESH5[intent] + FRESH6[intent])]
+                                                  + FRESH5[intent] + FRESH6[intent] + FRESH7[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
