@@ -95,6 +95,10 @@ class AgentError(Exception):
 
 
 
+# What a call generated again came to (``Agent._decide_again``), besides a new decision.
+STOPPED, ANSWER, UNCHANGED = object(), object(), object()
+
+
 def _max_context() -> int:
     return int(settings.OLLAMA_NUM_CTX)
 
@@ -345,20 +349,17 @@ class Agent:
                 # again (the 0.5B guessed two files in an empty folder for a note and for a fact to keep,
                 # then had no answer; round 14): the call is chosen again among the other tools, or none.
                 log.info("call_withheld", tool=withheld)
-                step = await self._decide(
-                    turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                again = await self._decide_again(
+                    turn, messages, plan, state, registry,
                     contradicted=(call.text, f"{withheld} was tried and has nothing for this request; choose "
                                              f"another tool, or {NO_TOOL} to answer in words"))
-                if turn.stop_event.is_set():
-                    turn.outcome = "stopped"
+                if again is STOPPED:
                     yield StreamStopped()
                     return
-                if step is not None and step.call is None:
+                if again is ANSWER:
                     continue  # none chosen, or no usable call: the next step answers (force_answer is set)
-                if step is not None and step.call is not None:
-                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
-                                        from_text=True)
-                    doubt = self._doubt(registry, turn, state, decision.calls)
+                if isinstance(again, tuple):
+                    decision, doubt = again
             contradicted = doubt is not None and not doubt.answer
             if state.constrained and allow and (contradicted or self._needs_constraint(call, decision, plan, turn, state)):
                 # The model chose to call a tool but wrote no valid call, or one the user's words contradict:
@@ -369,19 +370,16 @@ class Agent:
                 doubted = next((c for c in decision.calls if not c.arguments_error), None)
                 pointed = ([doubted.name] if contradicted and doubted is not None
                            else attempted_tools(call.text, decision.calls, plan.every))
-                step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
-                                          contradicted=(call.text, doubt.reason) if doubt and contradicted else None,
-                                          tools=pointed)
-                if turn.stop_event.is_set():
-                    turn.outcome = "stopped"
+                again = await self._decide_again(
+                    turn, messages, plan, state, registry,
+                    contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
+                if again is STOPPED:
                     yield StreamStopped()
                     return
-                if step is not None and step.call is None:
+                if again is ANSWER:
                     continue  # no usable call: the next step answers (force_answer is set)
-                if step is not None and step.call is not None:
-                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
-                                        from_text=True)
-                    doubt = self._doubt(registry, turn, state, decision.calls)
+                if isinstance(again, tuple):
+                    decision, doubt = again
             first = next((c for c in decision.calls if not c.arguments_error), None)  # the call doubts judge
             if (doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools
                     and first.name not in state.confirmed and state.constrained and allow):
@@ -389,21 +387,18 @@ class Agent:
                 # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14).
                 state.confirmed.add(first.name)
                 log.info("call_doubted_confirm", tool=first.name)
-                step = await self._decide(
-                    turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                again = await self._decide_again(
+                    turn, messages, plan, state, registry,
                     contradicted=(call.text, f"{doubt.reason.rstrip('.')}. Call {first.name} only if the user's "
                                              f"words need it; else choose {NO_TOOL} and answer in words"),
                     tools=[first.name], none=True)
-                if turn.stop_event.is_set():
-                    turn.outcome = "stopped"
+                if again is STOPPED:
                     yield StreamStopped()
                     return
-                if step is not None and step.call is None:
+                if again is ANSWER:
                     continue  # none chosen: the next step answers (force_answer is set)
-                if step is not None and step.call is not None:
-                    decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="",
-                                        from_text=True)
-                    doubt = self._doubt(registry, turn, state, decision.calls)
+                if isinstance(again, tuple):
+                    decision, doubt = again
                     first = decision.calls[0]
             if doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools:
                 # The tool held its doubt loosely (its words may miss how the user put it): told once, the model
@@ -612,6 +607,26 @@ class Agent:
         return any(c.arguments_error or c.name not in plan.callable
                    or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every), turn.goal)
                    for c in decision.calls)
+
+    async def _decide_again(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
+                            registry: ports.ToolSet, contradicted: tuple[str, str] | None = None,
+                            tools: Sequence[str] = (), none: bool = False,
+                            ) -> tuple[Decision, ports.Doubt | None] | object:
+        """This step's call generated again under a schema (``_decide``), as the step's new decision and its
+        doubt; ``ANSWER`` when none was chosen or no usable call came (the next step answers), ``STOPPED``
+        when the user stopped the turn meanwhile (``turn.outcome`` set), ``UNCHANGED`` when the server takes
+        no schema (the call as written goes on)."""
+        step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+                                  contradicted=contradicted, tools=tools, none=none)
+        if turn.stop_event.is_set():
+            turn.outcome = "stopped"
+            return STOPPED
+        if step is None:
+            return UNCHANGED
+        if step.call is None:
+            return ANSWER
+        decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="", from_text=True)
+        return decision, self._doubt(registry, turn, state, decision.calls)
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],
