@@ -4,12 +4,10 @@ They act for ``agent.ctx.current_user_id`` only; without a user they refuse.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
 
-from agent.aids import FUNCTION_WORDS
 from agent.ctx import current_session_id, current_user_id
 from agent.ports import SUMMARY, Doubt
 from memory_app import selectors, services
@@ -17,7 +15,7 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, the_question
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, takes_a_word, the_question
 
 MAX_RESULTS = 20
 
@@ -160,7 +158,7 @@ class MemorySaveTool(Tool):
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
-        if not request.strip() or not value.strip() or _shares_a_word(value, request):
+        if not request.strip() or not value.strip() or takes_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",
@@ -173,20 +171,6 @@ class MemorySaveTool(Tool):
         verb = "Saved" if result.created else "Updated" if result.changed else "Already remembered"
         return ToolResult(success=True, output=f"{verb}: [{fact.category}] {fact.key}: {fact.value} (#{fact.pk})",
                           metadata={SUMMARY: f"I'll remember this: {fact.key.replace('_', ' ')}: {fact.value}."})
-
-
-def _words(text: str) -> set[str]:
-    """Numbers, and words of three letters or more that are not function words, lower case."""
-    return {w for w in re.findall(r"[^\W_]+", text.lower())
-            if w.isdigit() or len(w) >= 3 and w not in FUNCTION_WORDS}
-
-
-def _shares_a_word(value: str, request: str) -> bool:
-    """A word of ``value`` is one of ``request``'s, a number the same number, a word the same in its first
-    four letters ("vegetarian", "vegetarians")."""
-    said = _words(request)
-    stems = {w[:4] for w in said if not w.isdigit()}
-    return any(w in said if w.isdigit() else w[:4] in stems for w in _words(value))
 
 
 MEMORY_TOOLS: tuple[type[Tool], ...] = (MemorySearchTool, MemoryForgetTool, MemorySaveTool)

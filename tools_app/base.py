@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from agent.aids import FUNCTION_WORDS
 from agent.ports import Doubt
 
 
@@ -94,3 +95,17 @@ def the_question(text: str, request: str) -> bool:
     said = _WORDS.findall(text.lower())
     return len(said) >= 3 and any(line.strip().endswith("?") and _WORDS.findall(line.lower()) == said
                                   for line in request.splitlines())
+
+
+def _words(text: str) -> set[str]:
+    """Numbers, and words of three letters or more that are not function words, lower case."""
+    return {w for w in re.findall(r"[^\W_]+", text.lower())
+            if w.isdigit() or len(w) >= 3 and w not in FUNCTION_WORDS}
+
+
+def takes_a_word(value: str, request: str) -> bool:
+    """A word of ``value`` (what a call would keep: a fact, a todo step) is one of ``request``'s, a number the
+    same number, a word the same in its first four letters ("vegetarian", "vegetarians")."""
+    said = _words(request)
+    stems = {w[:4] for w in said if not w.isdigit()}
+    return any(w in said if w.isdigit() else w[:4] in stems for w in _words(value))

@@ -921,6 +921,48 @@ async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_aga
     assert await _fact_values() == ["boreas"]
 
 
+async def test_a_todo_list_of_steps_the_user_never_said_is_not_set_and_the_model_answers(agent_env) -> None:
+    # The 0.5B set "Create a new note. Add some details about the note." for a fact to keep (round 15).
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["Create a new note.", "Add some details."]))
+    constrained_call(agent_env.fake, "memory_save", category="environment", key="server_name", value="atlas")
+    agent_env.fake.script(text="I'll remember that your server is named atlas.")
+    events = await agent_env.run("Don't forget that my server is named atlas.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "are nothing the user's words" in told and "Create a new note" in told
+    assert not _todo_steps(agent_env) and await _fact_values() == ["atlas"]
+    assert events[-1]["content"] == "I'll remember that your server is named atlas."
+
+
+async def test_a_plan_of_the_models_own_making_is_set_when_it_calls_again(agent_env) -> None:
+    # "Plan my week" takes none of its steps' words: told once, the model sets the list again and confirms it.
+    await constrained(agent_env, enabled_tools=["todo"])
+    plan = ["Monday: gym", "Tuesday: groceries"]
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("todo", action="set", steps=plan))
+    constrained_call(agent_env.fake, "todo", action="set", steps=plan)
+    agent_env.fake.script(text="Your week: gym on Monday, groceries on Tuesday.")
+    events = await agent_env.run("Plan my week")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
+    assert [s["title"] for s in _todo_steps(agent_env)] == plan
+
+
+async def test_todo_steps_in_the_users_words_are_set_at_once(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["Buy stamps", "Post the letter"]))
+    agent_env.fake.script(text="Your list: buy stamps, then post the letter.")
+    events = await agent_env.run("To-do for today: buy stamps, post the letter.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
+    assert len(agent_env.requests()) == 2
+
+
+def _todo_steps(agent_env) -> list[dict]:
+    from tools_app.builtins_meta.todo import read_todo
+
+    return read_todo(agent_env.session_id)
+
+
 def _folder(agent_env, settings) -> Path:
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
     folder.mkdir(parents=True, exist_ok=True)

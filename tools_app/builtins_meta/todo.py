@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from agent.ports import SUMMARY, Doubt
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, the_question
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, takes_a_word, the_question
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
 
@@ -140,11 +140,23 @@ class TodoTool(Tool):
     timeout: ClassVar[float] = 10.0
 
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
-        """A step that is the user's question itself (``the_question``) is no step of theirs."""
+        """A step that is the user's question itself (``the_question``) is no step of theirs; nor, held loosely,
+        is a list none of whose steps takes a word or number of the user's words: the 0.5B set "Create a new
+        note. Add some details about the note." for a fact to keep, and an earlier task's words for a helper's
+        (round 15). Advisory: a plan of the model's own making ("Plan my week") is set when it calls again."""
         steps = params.get("steps") if params.get("action") == "set" else None
-        asked = next((s for s in steps if isinstance(s, str) and the_question(s, request)), None) if isinstance(
-            steps, list) else None
-        return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True) if asked else None
+        if not isinstance(steps, list):
+            return None
+        titles = [s for s in steps if isinstance(s, str)]
+        asked = next((s for s in titles if the_question(s, request)), None)
+        if asked:
+            return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True)
+        if not request.strip() or not titles or any(takes_a_word(s, request) for s in titles):
+            return None
+        return Doubt(reason=f"the steps {' / '.join(titles)[:160]!r} are nothing the user's words ({request[:160]!r}) "
+                            "say, so the list was not set. Set only steps the user asked for; if they asked for "
+                            "something else, do that.",
+                     answer=True, repeated_runs=True)
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         path = todo_path(require_session())
