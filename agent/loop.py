@@ -22,6 +22,7 @@ from agent import ctx, gate, ports
 from agent.aids import (
     GUESSED,
     NOT_RUN,
+    REFUSAL,
     REPEATED,
     Decision,
     LoopState,
@@ -97,6 +98,9 @@ class AgentError(Exception):
 
 # What a call generated again came to (``Agent._decide_again``), besides a new decision.
 STOPPED, ANSWER, UNCHANGED = object(), object(), object()
+# Why a refusal before any tool ran is decided again (``Agent._may_reconsider``).
+RECONSIDER = ("you said you cannot, before trying any tool; if one of the tools does what the user asked, call it; "
+              f"else choose {NO_TOOL} and answer in words")
 
 
 def _max_context() -> int:
@@ -317,7 +321,7 @@ class Agent:
             # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
                                 holdback=state.on("text_calls") or state.constrained,
-                                hold_refusal=self._may_retry(turn, state),
+                                hold_refusal=self._may_retry(turn, state) or self._may_reconsider(turn, state, allow),
                                 hold_openers=(*instruction_openers(),
                                               *(request_openers(_asked(turn, state)) if state.small else ()),
                                               *(result_openers(turn.history[state.start:]) if state.small else ())),
@@ -336,6 +340,22 @@ class Agent:
             decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
+            if (not decision.calls and decision.note is None and not decision.replaced
+                    and self._may_reconsider(turn, state, allow) and REFUSAL.match(decision.content[:300])):
+                # A refusal before any tool ran ("I'm sorry, but I don't have the time to answer your question."
+                # for "Have you got the time?", the 0.5B; round 15): the model may lack no ability but the
+                # thought of its tools. It chooses once under the grammar, a tool or none; none answers again.
+                state.reconsidered = True
+                log.info("refusal_reconsidered")
+                again = await self._decide_again(turn, messages, plan, state, registry,
+                                                 contradicted=(call.text, RECONSIDER), none=True)
+                if again is STOPPED:
+                    yield StreamStopped()
+                    return
+                if again is ANSWER:
+                    continue  # none chosen: the next step answers (force_answer is set)
+                if isinstance(again, tuple):
+                    decision = again[0]
             if decision.calls:
                 decision = dataclasses.replace(decision, calls=[self._unsaid_dropped(c, plan, turn, state)
                                                                 for c in decision.calls])
@@ -529,6 +549,13 @@ class Agent:
         # (a read's result begins "<path> (<size>)").
         return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
                        for name in turn.named_files)
+
+    @staticmethod
+    def _may_reconsider(turn: Turn, state: LoopState, allow: bool) -> bool:
+        """A small model's refusal may still be reconsidered under the grammar: calls are constrained and
+        tools offered, no tool ran in this turn yet, and none was reconsidered (``answer_retry``)."""
+        return (state.small and state.constrained and allow and state.on("answer_retry") and not state.reconsidered
+                and not results(turn.history[state.start:]))
 
     def _may_retry(self, turn: Turn, state: LoopState) -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal

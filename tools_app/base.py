@@ -97,7 +97,7 @@ def the_question(text: str, request: str) -> bool:
                                   for line in request.splitlines())
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
     """Numbers, and words of three letters or more that are not function words, lower case."""
     return {w for w in re.findall(r"[^\W_]+", text.lower())
             if w.isdigit() or len(w) >= 3 and w not in FUNCTION_WORDS}
@@ -106,6 +106,6 @@ def _words(text: str) -> set[str]:
 def takes_a_word(value: str, request: str) -> bool:
     """A word of ``value`` (what a call would keep: a fact, a todo step) is one of ``request``'s, a number the
     same number, a word the same in its first four letters ("vegetarian", "vegetarians")."""
-    said = _words(request)
+    said = content_words(request)
     stems = {w[:4] for w in said if not w.isdigit()}
-    return any(w in said if w.isdigit() else w[:4] in stems for w in _words(value))
+    return any(w in said if w.isdigit() else w[:4] in stems for w in content_words(value))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -247,8 +248,46 @@ async def test_answer_retry_off_shows_the_refusal(agent_env) -> None:
     assert events[-1]["content"] == "I'm sorry, but I can't assist with that."
 
 
-async def test_a_refusal_without_any_tool_is_the_answer(agent_env) -> None:
+async def test_a_refusal_without_any_tool_is_the_answer_once_no_tool_is_chosen(agent_env) -> None:
+    # A refusal before any tool ran is decided once more under the grammar (round 15); none chosen, the model
+    # answers again, and that answer is shown: "I can't launch rockets" may be the honest one.
     await constrained(agent_env)
+    agent_env.fake.script(text="I'm sorry, I can't help with that.")
+    agent_env.fake.script(text='{"tool": "none"}')
+    agent_env.fake.script(text="I'm sorry, I can't launch rockets.")
+    events = await agent_env.run("launch a rocket")
+    assert events[-1]["content"] == "I'm sorry, I can't launch rockets." == shown(events)
+    assert len(agent_env.fake.chat_requests) == 3 and not calls(events)
+    offered = json.dumps(agent_env.requests()[1].get("response_format") or agent_env.requests()[1].get("format"))
+    assert '"none"' in offered
+
+
+async def test_a_refusal_before_any_tool_ran_gets_the_tool_it_needed(bundled) -> None:
+    # The 0.5B, fresh7 blind: "Have you got the time?" → "I'm sorry, but I don't have the time to answer your
+    # question." The refusal is never shown; chosen under the grammar, the clock runs and the model answers.
+    agent_env = bundled
+    await constrained(agent_env)
+    agent_env.fake.script(text="I'm sorry, but I don't have the time to answer your question.")
+    constrained_call(agent_env.fake, "get_current_datetime")
+    answer = f"It is {datetime.now(UTC):%A, %Y-%m-%d}."  # words of the clock's result: an answer that says it
+    agent_env.fake.script(text=answer)
+    events = await agent_env.run("Have you got the time?")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("get_current_datetime", True)]
+    assert "sorry" not in shown(events).lower() and events[-1]["content"] == answer
+
+
+async def test_a_refusal_is_reconsidered_once_a_turn(agent_env) -> None:
+    # None chosen, the second refusal is the answer: the turn does not reconsider again.
+    await constrained(agent_env)
+    agent_env.fake.script(text="I'm sorry, I can't.")
+    agent_env.fake.script(text='{"tool": "none"}')
+    agent_env.fake.script(text="Sorry, I cannot do that.")
+    events = await agent_env.run("Do the impossible")
+    assert len(agent_env.fake.chat_requests) == 3 and events[-1]["content"] == "Sorry, I cannot do that."
+
+
+async def test_a_native_tool_caller_s_refusal_is_its_answer(agent_env) -> None:
+    await agent_env.set_profile(tool_calling="native")
     agent_env.fake.script(text="I'm sorry, I can't help with that.")
     events = await agent_env.run("do something impossible")
     assert events[-1]["content"] == "I'm sorry, I can't help with that."

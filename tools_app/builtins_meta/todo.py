@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from agent.ports import SUMMARY, Doubt
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, takes_a_word, the_question
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
 
@@ -151,8 +151,9 @@ class TodoTool(Tool):
         asked = next((s for s in titles if the_question(s, request)), None)
         if asked:
             return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True)
-        if not request.strip() or not titles or any(takes_a_word(s, request) for s in titles):
-            return None
+        if (not content_words(request) or not any(content_words(s) for s in titles)
+                or any(takes_a_word(s, request) for s in titles)):
+            return None  # nothing to compare (steps "a" and "b"; a request of no word), or a step in the user's words
         return Doubt(reason=f"the steps {' / '.join(titles)[:160]!r} are nothing the user's words ({request[:160]!r}) "
                             "say, so the list was not set. Set only steps the user asked for; if they asked for "
                             "something else, do that.",
