@@ -22,7 +22,6 @@ from agent import ctx, gate, ports
 from agent.aids import (
     GUESSED,
     NOT_RUN,
-    REFUSAL,
     REPEATED,
     Decision,
     LoopState,
@@ -98,8 +97,8 @@ class AgentError(Exception):
 
 # What a call generated again came to (``Agent._decide_again``), besides a new decision.
 STOPPED, ANSWER, UNCHANGED = object(), object(), object()
-# Why a refusal before any tool ran is decided again (``Agent._may_reconsider``).
-RECONSIDER = ("you said you cannot, before trying any tool; if one of the tools does what the user asked, call it; "
+# Why an answer before any tool ran is decided again (``Agent._may_reconsider``); {why}: what is wrong with it.
+RECONSIDER = ("{why}, before any tool did what the user asked; if one of the tools does it, call it; "
               f"else choose {NO_TOOL} and answer in words")
 
 
@@ -340,15 +339,19 @@ class Agent:
             decision = interpret(call, turn, state, allow, offered, set(registry.names()))
             if aids:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
-            if (not decision.calls and decision.note is None and not decision.replaced
-                    and self._may_reconsider(turn, state, allow) and REFUSAL.match(decision.content[:300])):
+            why = (self._poor(turn, state, decision, call, plan) if not decision.calls and decision.note is None
+                   and not decision.replaced and self._may_reconsider(turn, state, allow) else None)
+            if why == "a refusal" or why and state.doubted:
                 # A refusal before any tool ran ("I'm sorry, but I don't have the time to answer your question."
                 # for "Have you got the time?", the 0.5B; round 15): the model may lack no ability but the
-                # thought of its tools. It chooses once under the grammar, a tool or none; none answers again.
+                # thought of its tools; and no answer after a call was doubted (the 0.5B, told that its guessed
+                # file for a note is not there, repeated the request, then Navi's note). It chooses once under the
+                # grammar, a tool (not one withheld) or none; none answers again. Nobody saw the answer: a
+                # refusal is held while streaming, and so is an answer to a doubt's note.
                 state.reconsidered = True
-                log.info("refusal_reconsidered")
+                log.info("answer_reconsidered", reason=why)
                 again = await self._decide_again(turn, messages, plan, state, registry,
-                                                 contradicted=(call.text, RECONSIDER), none=True)
+                                                 contradicted=(call.text, RECONSIDER.format(why=why)), none=True)
                 if again is STOPPED:
                     yield StreamStopped()
                     return
@@ -466,10 +469,7 @@ class Agent:
                                            for name in turn.named_files[:MAX_NAMED_READS]], content="", from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
-                asked = _asked(turn, state)
-                why = "a tool call" if decision.replaced else poor_answer(
-                    decision.content, this_turn, small=state.small, descriptions=[plan.description(n) for n in plan.callable],
-                    request="\n".join(asked), asked=asked, streamed=call.streamed_text, files=turn.named_files)
+                why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
@@ -551,8 +551,16 @@ class Agent:
                        for name in turn.named_files)
 
     @staticmethod
+    def _poor(turn: Turn, state: LoopState, decision: Decision, call: StreamedCall, plan: ToolPlan) -> str | None:
+        """Why this step's answer is no answer for the user (``poor_answer``; None: it is one)."""
+        asked = _asked(turn, state)
+        return poor_answer(decision.content, turn.history[state.start:], small=state.small,
+                           descriptions=[plan.description(n) for n in plan.callable], request="\n".join(asked),
+                           asked=asked, streamed=call.streamed_text, files=turn.named_files)
+
+    @staticmethod
     def _may_reconsider(turn: Turn, state: LoopState, allow: bool) -> bool:
-        """A small model's refusal may still be reconsidered under the grammar: calls are constrained and
+        """A small model's answer may still be reconsidered under the grammar: calls are constrained and
         tools offered, no tool ran in this turn yet, and none was reconsidered (``answer_retry``)."""
         return (state.small and state.constrained and allow and state.on("answer_retry") and not state.reconsidered
                 and not results(turn.history[state.start:]))

@@ -31,7 +31,7 @@ async def test_json_call_in_text_is_executed_and_not_shown(agent_env, text) -> N
 async def test_mixed_prose_and_call(agent_env) -> None:
     agent_env.fake.script(text=f"Sure, I'll set that up. {CALL}", token_size=4)
     agent_env.fake.script(text="Done.")
-    events = await agent_env.run("make a todo list")
+    events = await agent_env.run("make a todo list with: water plants")
     assert [e["type"] for e in events if e["type"] != "stream_delta"] == ["tool_started", "tool_call", "stream_end"]
     assert '"name"' not in shown(events)
 
@@ -338,8 +338,11 @@ async def test_without_the_filesystem_tool_the_model_is_never_told_to_read(agent
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained", enabled_tools=["todo"])
     agent_env.fake.script(text="I cannot open report.txt here.")
+    agent_env.fake.script(text='{"tool": "none"}')  # the refusal, decided again under the grammar (round 15)
+    agent_env.fake.script(text="I cannot open report.txt here.")
     events = await agent_env.run("Who wrote report.txt?")
-    assert events[-1]["content"] == "I cannot open report.txt here." and len(agent_env.requests()) == 1
+    assert events[-1]["content"] == "I cannot open report.txt here." and len(agent_env.requests()) == 3
+    assert not any("you have not read" in (m.get("content") or "") for r in agent_env.requests() for m in r["messages"])
 
 
 
