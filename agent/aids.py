@@ -376,10 +376,21 @@ def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     if not done or len(text.split()) > SHORT_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):
         return False  # long, or not in English letters (the words of results cannot be compared)
     ids = {m.tool_call_id for m in done}
+    # The calls' values, not their parameters' names: "Yes, I have the time." (the 1.5B, after the clock was
+    # called with timezone=UTC; round 15) shares only a parameter's name with what was done.
     said = " ".join([*(_unwrapped(m.content or "") for m in done),
-                     *(json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
+                     *(" ".join(_values(c.arguments)) for m in this_turn if m.role == "assistant"
                        for c in m.tool_calls if c.id in ids)])
     return not _content_words(text) & _content_words(said)
+
+
+def _values(arguments: Any) -> list[str]:
+    """The values of a call's ``arguments``, nested ones included, as text (the names of the parameters left out)."""
+    if isinstance(arguments, dict):
+        return [v for value in arguments.values() for v in _values(value)]
+    if isinstance(arguments, list):
+        return [v for value in arguments for v in _values(value)]
+    return [] if arguments is None else [str(arguments)]
 
 
 READ_ANSWER_WORDS = 60  # an answer about a file read this long (words between spaces) is judged by what it says of it

@@ -313,6 +313,11 @@ def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> Non
              ChatMessage(role="tool", tool_call_id="c2", name="get_current_datetime",
                          content="UTC: 2026-11-25T17:45:02+00:00 (Wednesday)")]
     assert poor_answer("It is 17:45 UTC.", clock, small=True) is None
+    with_zone = [ChatMessage(role="assistant", content=None, tool_calls=(ToolCallRequest(
+                     id="c2", name="get_current_datetime", arguments={"timezone": "UTC"}),)), clock[1]]
+    # The 1.5B for "Have you got the time?" (round 15): "time" is only in the parameter's name, "timezone".
+    assert poor_answer("Yes, I have the time.", with_zone, small=True) == "nothing of what was done"
+    assert poor_answer("It is 17:45 UTC.", with_zone, small=True) is None
     assert poor_answer("Today is Wednesday.", clock, small=True) is None
     failed = [clock[0], ChatMessage(role="tool", tool_call_id="c2", name="get_current_datetime", content="Error: boom")]
     assert poor_answer("I'm ready to help!", failed, small=True) is None  # nothing was done: what to say is another check's
