@@ -37,7 +37,9 @@ None of them looks at the wording of a request: they act on what the model did.
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, a tool
   call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is
   asked for once more; a second failure is replaced by an honest summary of what was
-  done or what failed (``summary_of``), never by a refusal or a raw dump.
+  done or what failed (``summary_of``), never by a refusal or a raw dump. Before any tool ran, where
+  calls are constrained, a refusal (or no answer after a doubted call) is first decided once more under
+  the grammar, a tool or none (``Agent._may_reconsider``): the model may have forgotten its tools.
 """
 from __future__ import annotations
 

@@ -448,6 +448,7 @@ def test_the_relative_times_a_request_says() -> None:
         assert said_times(text).once == () and said_times(text).every == (), text
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
+                          ("Can you remind me hourly that I should drink water?", 3600),  # the 1.5B, fresh7 (round 15)
                           ("twice a day take the pills", 43200), ("3 times a day, drink", 28800),
                           ("every other day water the cactus", 172800), ("once every hour, look at the build", 3600),
                           ("check the backups daily.", 86400), ("Weekly, please: clean the filter", 604800),
@@ -460,6 +461,7 @@ def test_the_relative_times_a_request_says() -> None:
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
                  "Remind me before the daily.", "Remind me to join the daily", "bring the weekly to-do list",
+                 "read the daily that came in",
                  "pack an outfit for every day of the trip", "at most once a day, check mail", "5 times a minute",
                  "zero times a day"):
         assert said_times(text).every == (), text
