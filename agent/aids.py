@@ -106,7 +106,7 @@ class LoopState:
     # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)
-    reconsidered: bool = False  # a refusal before any tool ran was decided again under the grammar
+    reconsidered: bool = False  # an answer before any tool ran was decided again under the grammar (``_may_reconsider``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
 
