@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 18 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 20 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -19,7 +19,8 @@ fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the 
 (phrasings 11 and 12, in ``FRESH4``) after round 11 had read fresh3, and round 13 **fresh5** (phrasings
 13 and 14, in ``FRESH5``) after round 12 had read fresh4, and round 14 **fresh6** (phrasings 15 and 16,
 in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasings 17 and 18, in
-``FRESH7``) after round 14 had read fresh6. Distinctive values (codes, numbers,
+``FRESH7``) after round 14 had read fresh6, and round 16 **fresh8** (phrasings 19 and 20, in ``FRESH8``)
+after round 15 had read fresh7. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -119,8 +120,8 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8")
 
 
 def _clock() -> float:
@@ -161,7 +162,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many weeks are there in a year?": ("52", "fifty-two", "fifty two"),
              # the seventh fresh half (round 15)
              "Who wrote Romeo and Juliet?": ("shakespeare",),
-             "How many days are in a week?": ("7", "seven")}
+             "How many days are in a week?": ("7", "seven"),
+             # the eighth fresh half (round 16)
+             "What gas do plants take in from the air?": ("carbon dioxide", "co2", "co₂"),
+             "How many months are in a year?": ("12", "twelve")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -539,10 +543,36 @@ FRESH7: dict[str, tuple[str, str]] = {
                  "Dispatch a subagent to read facts.txt and give me the magic number."),
 }
 
+# Round 16's held-out phrasings: fresh7 was read after round 15 reported it, so these were written,
+# and run once with round 15's code, before round 16 changed anything.
+FRESH8: dict[str, tuple[str, str]] = {
+    "greeting": ("Hey, long time no see!", "Hello Navi, nice evening, isn't it?"),
+    "plain_question": ("What gas do plants take in from the air?", "How many months are in a year?"),
+    "date_time": ("Do you know what day of the month it is?", "Please tell me the current time."),
+    "read_file": ("What codename is written inside project.txt?",
+                  "Have a look at project.txt and tell me its codename."),
+    "file_question": ("Whose work is report.txt?", "Find the author's name in report.txt for me."),
+    "write_file": ("Write shopping.txt for me with milk, eggs and bread, each on a line.",
+                   "I want a shopping.txt file: milk, eggs, bread."),
+    "note": ("Keep a note that the plumber should get a call about invoice {v}.",
+             "Could you note: invoice {v} — call the plumber."),
+    "remember": ("Please remember this about me: my server is called {v}.",
+                 "Note to self, for you to keep: my server's name is {v}."),
+    "remind_once": ("Three minutes from now, ping me to stretch.",
+                    "Remind me to stand up and stretch, 3 minutes from now."),
+    "remind_every": ("Every hour on the hour, remind me to drink water.",
+                     "Could I get a water reminder each hour?"),
+    "todo": ("Put buy stamps and post the letter on a to-do list for me.",
+             "Two to-dos, please: buy stamps; post the letter."),
+    "subagent": ("Let a subagent read facts.txt and tell me what the magic number is.",
+                 "I'd like a helper agent to dig the magic number out of facts.txt."),
+}
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
                      for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent]
-                                                  + FRESH5[intent] + FRESH6[intent] + FRESH7[intent])]
+                                                  + FRESH5[intent] + FRESH6[intent] + FRESH7[intent]
+                                                  + FRESH8[intent])]
 
 
 def tasks(half: str = "both") -> list[Task]:
