@@ -47,6 +47,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_permission_rows_after_each_flush() -> None:
+    """A transactional test ends in a flush, and Django then sends post_migrate, whose auth and
+    contenttypes handlers write every model's ContentType and Permission rows again: a quarter to a
+    third of a second each time, for rows nearly no test reads (a superuser needs none; ContentTypes
+    are made when first asked for). A test that needs permission rows makes them itself
+    (``create_permissions``). Navi's own post_migrate handler (the search index repair) stays."""
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.contenttypes.management import create_contenttypes
+    from django.db.models.signals import post_migrate
+
+    post_migrate.disconnect(create_permissions, dispatch_uid="django.contrib.auth.management.create_permissions")
+    post_migrate.disconnect(create_contenttypes)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_kept_connections_in_this_process() -> None:
     """This process's threads close their PostgreSQL connections after each request: a kept one
     would hold the test database open, and dropping it at the end would fail. Live servers

@@ -75,7 +75,9 @@ def test_timeout_is_retried_once_then_skipped(llm: Any, user: Any, existing: Mem
     assert extract_session.run(str(session.id)) == "failed"
 
     assert time.monotonic() - started < 2.0
-    assert len(llm.chat_requests) == 2
+    # The second request may still be on its way in when the client gives up on it (a loaded machine):
+    # it counts once the fake has read it.
+    assert llm.wait_for_sync(lambda fake: len(fake.chat_requests) == 2, within=5)
     state = SessionMemoryState.objects.get(session=session)
     assert state.attempts == 1 and "did not answer within 0.3 s" in state.last_error
     assert state.extracted_up_to_seq == 0

@@ -90,9 +90,13 @@ def test_rebuild_memory_summary_command(llm: Any, user: Any) -> None:
 
 @pytest.mark.django_db
 def test_admin_shows_staff_only_their_own_facts(user: Any, other_user: Any) -> None:
+    from django.apps import apps
+    from django.contrib.auth.management import create_permissions
     from django.contrib.auth.models import Permission
 
     from tests.support.users import make_user
+
+    create_permissions(apps.get_app_config("memory_app"), verbosity=0)  # the suite's flushes make none
 
     MemoryFact.objects.create(user=user, category="preferences", key="alices_editor", value="Neovim")
     theirs = MemoryFact.objects.create(user=other_user, category="preferences", key="mallorys_editor", value="Emacs")
