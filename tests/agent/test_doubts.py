@@ -1115,3 +1115,58 @@ def test_the_question(text, request_text, question) -> None:
     from tools_app.base import the_question
 
     assert the_question(text, request_text) is question
+
+
+# -- words kept where the user asked for something at a time (round 16) ----------------------------
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("todo", {"action": "set", "steps": ["stretch my legs", "in 3 minutes"]}),  # the 0.5B, fresh8
+    ("memory_save", {"category": "preferences", "key": "stretch_reminder", "value": "stretch legs in 3 minutes"}),
+    ("user_notes", {"action": "add", "text": "Stretch my legs in 3 minutes."}),
+])
+async def test_a_reminder_kept_as_words_is_not_kept_and_the_model_sets_the_reminder(bundled, tool, args) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo", "memory_save", "user_notes"])
+    agent_env.fake.script(text=as_text(tool, **args))
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
+                                       additional_context_message="Remind the user to stretch their legs."))
+    agent_env.fake.script(text="I'll remind you in 3 minutes to stretch your legs.")
+    events = await agent_env.run("Remind me in 3 minutes to stretch my legs.")
+    assert [(name, ok) for name, _args, ok in calls(events)] == [("schedule_recall", True)]
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "('in 3 minutes')" in told and "call schedule_recall" in told
+    assert await _recall(agent_env) is not None
+    assert not _todo_steps(agent_env) and await _fact_values() == []
+    assert events[-1]["content"] == "I'll remind you in 3 minutes to stretch your legs."
+
+
+async def test_a_note_that_says_a_time_is_kept_when_the_model_calls_again(bundled) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["schedule_recall", "user_notes"])
+    note = {"action": "add", "text": "The boiler check is due every week."}
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("user_notes", **note))
+    constrained_call(agent_env.fake, "user_notes", **note)  # confirmed
+    agent_env.fake.script(text="I added the weekly boiler check to your notes.")
+    events = await agent_env.run("Add to my notes that the boiler check is due every week.")
+    assert [(name, ok) for name, _args, ok in calls(events)] == [("user_notes", True)]
+    assert await _recall(agent_env) is None
+    assert events[-1]["content"] == "I added the weekly boiler check to your notes."
+
+
+async def test_words_kept_for_a_time_are_not_doubted_without_the_recall_tool(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["stretch my legs"]))
+    agent_env.fake.script(text="Your list: stretch your legs.")
+    events = await agent_env.run("Remind me in 3 minutes to stretch my legs.")
+    assert [(name, ok) for name, _args, ok in calls(events)] == [("todo", True)]
+    assert len(agent_env.requests()) == 2  # no note, no second decision
+
+
+async def test_words_kept_for_a_request_that_says_no_time_are_not_doubted(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["Buy stamps", "Post the letter"]))
+    agent_env.fake.script(text="Your list: buy stamps, then post the letter.")
+    events = await agent_env.run("Put buy stamps and post the letter on my to-do list.")
+    assert [(name, ok) for name, _args, ok in calls(events)] == [("todo", True)]
+    assert len(agent_env.requests()) == 2
