@@ -409,18 +409,12 @@ class Agent:
                 # Told once, the model calls the tool again: it confirms the call under a grammar that also offers
                 # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14).
                 state.confirmed.add(first.name)
-                log.info("call_doubted_confirm", tool=first.name, instead=doubt.instead)
-                # The tool the request is for, by its own word (``Doubt.instead``), is offered too: told once that
-                # "remind me hourly" is a recall's, the 0.5B chose memory_save again under [memory_save, none].
-                instead = doubt.instead if doubt.instead in plan.callable and doubt.instead != first.name else None
+                log.info("call_doubted_confirm", tool=first.name)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
-                    contradicted=(call.text, f"{doubt.reason.rstrip('.')}. "
-                                             + (f"Call {instead} if the user's words ask for what it does; call "
-                                                if instead else "Call ")
-                                             + f"{first.name} only if the user's words need it; else choose "
-                                               f"{NO_TOOL} and answer in words"),
-                    tools=[first.name, *([instead] if instead else [])], none=True)
+                    contradicted=(call.text, f"{doubt.reason.rstrip('.')}. Call {first.name} only if the user's "
+                                             f"words need it; else choose {NO_TOOL} and answer in words"),
+                    tools=[first.name], none=True)
                 if again is STOPPED:
                     yield StreamStopped()
                     return
@@ -428,9 +422,6 @@ class Agent:
                     continue  # none chosen: the next step answers (force_answer is set)
                 if isinstance(again, tuple):
                     decision, doubt = again
-                    if doubt is not None and doubt.fix is not None:  # the tool offered instead, at a wrong time
-                        decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
-                        doubt = None
                     first = decision.calls[0]
             if doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools:
                 # The tool held its doubt loosely (its words may miss how the user put it): told once, the model

@@ -70,16 +70,13 @@ class Doubt:
     told once, a model that makes a call of the same tool again has it run.
     ``again``: of an ``answer`` doubt, whether another call of the tool could serve the request; False when the
     tool has nothing for it (a guessed look in a folder that holds nothing): the model's next call of it is
-    not made, and it chooses among the other tools, or none (``agent.loop``).
-    ``instead``: of a ``repeated_runs`` doubt, the tool the request is for, by its own word (``Tool.claim``):
-    offered beside the doubted tool when the model, told once, calls that again and confirms its choice."""
+    not made, and it chooses among the other tools, or none (``agent.loop``)."""
 
     reason: str
     answer: bool = False
     fix: dict[str, Any] | None = None
     repeated_runs: bool = False
     again: bool = True
-    instead: str | None = None
 
 
 class ToolSet(Protocol):

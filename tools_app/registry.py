@@ -297,9 +297,7 @@ class ToolRegistry:
         of the turn claims (``Tool.claim``: the recall tool, words that say a time to act at; the 0.5B kept
         "Remember to drink water every hour" as a fact and "stand up and stretch, 3 minutes from now" as a todo
         list, and nothing happened then). Held loosely: the model is told which tool acts on such words, and
-        the same tool called again runs once confirmed, under a grammar that offers the claimant too (told
-        once, the 0.5B called memory_save again for "remind me hourly that …"); a note that mentions a time
-        is still a note."""
+        the same tool called again runs (a note that mentions a time is still a note)."""
         if not tool.keeps(args):
             return None
         for other in self.names():
@@ -308,8 +306,9 @@ class ToolRegistry:
                 continue
             reason = claimant.claim(request)
             if reason:
-                return Doubt(reason=f"{reason} A {name} call only keeps the words: nothing would happen at that "
-                                    "time.", answer=True, repeated_runs=True, instead=other)
+                return Doubt(reason=f"{reason} A {name} call only keeps words and does nothing at that time. If the "
+                                    f"user wants that, call {other}; if they only want the words kept, call {name} "
+                                    "again.", answer=True, repeated_runs=True)
         return None
 
     def looks(self, name: str, args: dict[str, Any]) -> bool:
