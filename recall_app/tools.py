@@ -194,16 +194,6 @@ class ScheduleRecallTool(Tool):
                                 "do, with the user's own words")
         return None
 
-    def claim(self, request: str) -> str | None:
-        """Words that say one relative time, whole ("in 3 minutes", "every hour", "hourly"; ``said_times``): a
-        time to act at, which only a recall keeps."""
-        said = said_times(request)
-        if len(said.once) + len(said.every) != 1 or not said.plain:
-            return None
-        words = (said.once or said.every)[0][0]
-        return (f"The user's words say when ({words!r}); {self.name} is what acts at that time (a reminder, or work "
-                "for later).")
-
     def _time_doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """The call's time, against the one relative time the request says (``doubt``)."""
         said = said_times(request)

@@ -129,11 +129,6 @@ async def execute(params: dict) -> ToolResult:
     return ToolResult(success=True, output=output, metadata={SUMMARY: f"Noted: {added}"} if added else {})
 
 
-def keeps(params: dict) -> bool:
-    """An added note keeps words for later and does nothing at any time (``Tool.keeps``)."""
-    return params.get("action") == "add"
-
-
 def doubt(params: dict, request: str) -> Doubt | None:
     """A note that is the user's question itself (``the_question``) is nothing they asked to keep."""
     text = str(params.get("text") or "") if params.get("action") == "add" else ""

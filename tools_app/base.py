@@ -70,16 +70,6 @@ class Tool(ABC):
         """This call only looks: where things are or that they exist, not what they say (``agent.ports.LOOKUP``)."""
         return False
 
-    def keeps(self, params: dict[str, Any]) -> bool:
-        """This call keeps words for later and does nothing at any time (a note, a fact, a list's steps):
-        where the user's words ask for something at a time another tool claims (``claim``), it is doubted."""
-        return False
-
-    def claim(self, request: str) -> str | None:
-        """Why ``request`` (the user's words) is this tool's to do, whatever tool a model chose, in the tool's
-        own terms (the recall tool: the words say a time to act at); None when it cannot tell."""
-        return None
-
     def schema(self) -> dict[str, Any]:
         """The JSON-schema tool definition sent to the model."""
         return {

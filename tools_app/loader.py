@@ -60,7 +60,6 @@ class UserTool(Tool):
     source = "user"
     _func: Callable[[dict[str, Any]], Any]
     _doubt_func: Callable[[dict[str, Any], str], str | Doubt | None] | None = None
-    _keeps_func: Callable[[dict[str, Any]], bool] | None = None
     _file: str
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
@@ -89,11 +88,6 @@ class UserTool(Tool):
         if isinstance(reason, Doubt):  # the module's own Doubt, held as firmly as it says
             return reason
         return Doubt(reason=str(reason), answer=True, repeated_runs=True) if reason else None
-
-    def keeps(self, params: dict[str, Any]) -> bool:
-        """The module's optional ``keeps(params)``: the call keeps words for later (``Tool.keeps``)."""
-        func = type(self)._keeps_func
-        return bool(func(dict(params))) if func is not None else False
 
 
 def _as_result(value: Any) -> ToolResult:
@@ -201,7 +195,6 @@ def _wrap(module: types.ModuleType, path: Path) -> Tool:
         "untrusted_output": bool(getattr(module, "untrusted_output", False)),
         "_func": staticmethod(module.execute),
         "_doubt_func": staticmethod(module.doubt) if callable(getattr(module, "doubt", None)) else None,
-        "_keeps_func": staticmethod(module.keeps) if callable(getattr(module, "keeps", None)) else None,
         "_file": path.name,
         "__module__": module.__name__,
     }

@@ -287,29 +287,10 @@ class ToolRegistry:
         if tool is None or not isinstance(args, dict):
             return None
         try:
-            return tool.doubt(args, request) or self._claimed(name, tool, args, request)
+            return tool.doubt(args, request)
         except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
             log.warning("tool_doubt_failed", tool=name, exc_info=True)
             return None
-
-    def _claimed(self, name: str, tool: Tool, args: dict[str, Any], request: str) -> Doubt | None:
-        """A call that only keeps words (``Tool.keeps``: a note, a fact, a todo list) for a request another tool
-        of the turn claims (``Tool.claim``: the recall tool, words that say a time to act at; the 0.5B kept
-        "Remember to drink water every hour" as a fact and "stand up and stretch, 3 minutes from now" as a todo
-        list, and nothing happened then). Held loosely: the model is told which tool acts on such words, and
-        the same tool called again runs (a note that mentions a time is still a note)."""
-        if not tool.keeps(args):
-            return None
-        for other in self.names():
-            claimant = self.get(other)
-            if other == name or claimant is None or not self._in_profile(other):
-                continue
-            reason = claimant.claim(request)
-            if reason:
-                return Doubt(reason=f"{reason} A {name} call only keeps words and does nothing at that time. If the "
-                                    f"user wants that, call {other}; if they only want the words kept, call {name} "
-                                    "again.", answer=True, repeated_runs=True)
-        return None
 
     def looks(self, name: str, args: dict[str, Any]) -> bool:
         """The tool's own word on whether the call only looks (``Tool.looks``)."""

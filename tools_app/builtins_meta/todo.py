@@ -139,9 +139,6 @@ class TodoTool(Tool):
     }
     timeout: ClassVar[float] = 10.0
 
-    def keeps(self, params: dict[str, Any]) -> bool:
-        return str(params.get("action") or "").strip().lower() == "set"
-
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A step that is the user's question itself (``the_question``) is no step of theirs; nor, held loosely,
         is a list none of whose steps takes a word or number of the user's words: the 0.5B set "Create a new
