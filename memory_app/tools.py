@@ -136,7 +136,8 @@ def _save(user_id: int, params: dict[str, Any]) -> services.UpsertResult:
 class MemorySaveTool(Tool):
     name = "memory_save"
     description = (
-        "Save a fact about the user to long-term memory right away, so you know it in future conversations. "
+        "Remember a fact about the user for later chats; not for notes, to-dos or reminders. It is saved to "
+        "long-term memory right away, so you know it in future conversations. "
         "Call memory_save only when the user asks you to remember something, or explicitly states a lasting "
         "preference ('from now on, always ...'). Do not save guesses, one-off details or secrets (passwords, "
         "keys). Saving a key again replaces its old value, whatever the category."

@@ -19,8 +19,8 @@ from tools_app.fileio import atomic_write_json, path_lock
 
 name = "user_notes"
 description = (
-    "Add, list, search or delete the user's personal notes (kept across sessions; each user sees only their "
-    "own). action=add saves "
+    "Keep the user's notes (add, list, search, delete); not for reminders or to-do lists. Notes are "
+    "kept across sessions; each user sees only their own. action=add saves "
     "'text' (optional 'tags'); action=list shows the most recent notes; action=search finds notes containing "
     "every word of 'query' (in text or tags); action=delete removes the note with 'id'. Use it when the user "
     "asks you to note something down or to look up something they noted."
