@@ -568,11 +568,11 @@ FRESH8: dict[str, tuple[str, str]] = {
                  "I'd like a helper agent to dig the magic number out of facts.txt."),
 }
 
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8)  # phrasings 5 and 6 on, in SPLIT's order
+
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
-                     for i, text in enumerate(texts + FRESH[intent] + FRESH2[intent] + FRESH3[intent] + FRESH4[intent]
-                                                  + FRESH5[intent] + FRESH6[intent] + FRESH7[intent]
-                                                  + FRESH8[intent])]
+                     for i, text in enumerate(texts + sum((held[intent] for held in HELD_OUT), ()))]
 
 
 def tasks(half: str = "both") -> list[Task]:
