@@ -31,7 +31,7 @@ WANTED = {"greeting": None, "plain_question": None, "date_time": "get_current_da
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--half", default="dev", choices=["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "both", "all"])
+    parser.add_argument("--half", default="dev", choices=["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "both", "all"])
     parser.add_argument("--cards", default="full", choices=["full", "first"])
     parser.add_argument("--cache", default=None)
     args = parser.parse_args()

@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 20 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 22 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -20,7 +20,8 @@ fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the 
 13 and 14, in ``FRESH5``) after round 12 had read fresh4, and round 14 **fresh6** (phrasings 15 and 16,
 in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasings 17 and 18, in
 ``FRESH7``) after round 14 had read fresh6, and round 16 **fresh8** (phrasings 19 and 20, in ``FRESH8``)
-after round 15 had read fresh7. Distinctive values (codes, numbers,
+after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in ``FRESH9``) after round 16
+had read fresh8. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -120,8 +121,8 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8")
+         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9")
 
 
 def _clock() -> float:
@@ -165,7 +166,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many days are in a week?": ("7", "seven"),
              # the eighth fresh half (round 16)
              "What gas do plants take in from the air?": ("carbon dioxide", "co2", "co₂"),
-             "How many months are in a year?": ("12", "twelve")}
+             "How many months are in a year?": ("12", "twelve"),
+             # the ninth fresh half (round 17)
+             "What is the capital of Japan?": ("tokyo",),
+             "How many seconds are in a minute?": ("60", "sixty")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -568,7 +572,29 @@ FRESH8: dict[str, tuple[str, str]] = {
                  "I'd like a helper agent to dig the magic number out of facts.txt."),
 }
 
-HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8)  # phrasings 5 and 6 on, in SPLIT's order
+# Round 17's held-out phrasings: fresh8 was read after round 16 reported it, so these were written,
+# and run once with round 16's code, before round 17 changed anything.
+FRESH9: dict[str, tuple[str, str]] = {
+    "greeting": ("Evening, Navi!", "Hey friend, how are things?"),
+    "plain_question": ("What is the capital of Japan?", "How many seconds are in a minute?"),
+    "date_time": ("Mind telling me the time?", "Which weekday is it?"),
+    "read_file": ("Read project.txt for me; what's the codename?", "Which codename does project.txt mention?"),
+    "file_question": ("Who's the writer of report.txt?", "Look at report.txt and tell me its author."),
+    "write_file": ("Store milk, eggs and bread in shopping.txt, one item per line.",
+                   "Could you put milk, eggs and bread into a new file shopping.txt?"),
+    "note": ("Write this in my notes: invoice {v}, the plumber needs a call.",
+             "Quick note please: plumber call about invoice {v}."),
+    "remember": ("Keep in mind for later chats: my server is named {v}.",
+                 "I want you to remember my server's name, which is {v}."),
+    "remind_once": ("Give me a reminder in 3 minutes to stretch my legs.", "3 minutes from now, remind me: stretch."),
+    "remind_every": ("Remind me to drink water every single hour.", "Each hour, give me a nudge to drink water."),
+    "todo": ("List these to-dos for me: buy stamps and post the letter.",
+             "I've got two tasks, buy stamps and post the letter; track them in a to-do list."),
+    "subagent": ("Hand facts.txt to a subagent and tell me the magic number it reads.",
+                 "Could you have a helper agent fetch the magic number from facts.txt?"),
+}
+
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
