@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from sessions_app.models import ApiToken
-from tests.support.users import make_user, token_for
+from tests.support.users import PASSWORD, make_user, token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +60,7 @@ def test_wrong_password_and_unknown_user_get_the_same_answer() -> None:
 def test_login_and_logout() -> None:
     make_user("alice")
     client = Client()
-    resp = client.post("/login/", {"username": "alice", "password": "correct horse battery"})
+    resp = client.post("/login/", {"username": "alice", "password": PASSWORD})
     assert resp.status_code == 302
     assert client.get("/").status_code == 200
     client.post("/logout/")
@@ -110,7 +110,7 @@ def test_token_of_inactive_user_is_refused() -> None:
 def test_cookie_post_without_csrf_token_is_refused() -> None:
     make_user("alice")
     client = Client(enforce_csrf_checks=True)
-    assert client.login(username="alice", password="correct horse battery")
+    assert client.login(username="alice", password=PASSWORD)
     resp = client.post("/sessions", data={}, content_type="application/json")
     assert resp.status_code == 403
     # With the CSRF token it works.

@@ -17,7 +17,7 @@ import pytest
 from navi_site import doctor
 from profiles_app.default_profiles import install
 from profiles_app.models import AgentProfile
-from tests.support.users import make_user
+from tests.support.users import PASSWORD, make_user
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -147,11 +147,11 @@ def test_public_address_without_https(settings) -> None:
 def test_admin_page_for_staff_only(client, settings, fake_ollama) -> None:
     settings.OLLAMA_HOST = fake_ollama.url
     make_user("mallory")
-    client.login(username="mallory", password="correct horse battery")
+    client.login(username="mallory", password=PASSWORD)
     resp = client.get("/admin/doctor/")
     assert resp.status_code == 302 and "/admin/login/" in resp["Location"]
     make_user("alice", staff=True)
-    client.login(username="alice", password="correct horse battery")
+    client.login(username="alice", password=PASSWORD)
     page = client.get("/admin/").content.decode()
     assert 'href="/admin/doctor/"' in page
     page = client.get("/admin/doctor/").content.decode()

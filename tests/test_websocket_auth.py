@@ -11,7 +11,7 @@ from django.utils import timezone
 from navi_site.asgi import application
 from sessions_app import services
 from sessions_app.models import ApiToken
-from tests.support.users import make_user, token_for
+from tests.support.users import PASSWORD, make_user, token_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,7 +92,7 @@ async def test_cookie_auth_needs_same_origin() -> None:
     from django.test import Client
 
     client = Client()
-    await sync_to_async(client.login)(username="alice", password="correct horse battery")
+    await sync_to_async(client.login)(username="alice", password=PASSWORD)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     _, code = await _connect(f"/ws/sessions/{sid}", headers=[*HOST, (b"cookie", cookie)])
     assert code == 4403  # no Origin: could be any site riding on the cookie

@@ -20,13 +20,13 @@ import pytest
 from tests.fakes.fake_llm import FakeLLMServer, shared_server
 from tests.fakes.wire import Reply
 from tests.support.live import LiveNavi, start_live_navi
+from tests.support.users import PASSWORD
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
 ]
-PASSWORD = "correct horse battery"
 
 if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
     pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)",

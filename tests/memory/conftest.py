@@ -12,12 +12,6 @@ from django.utils import timezone
 from tests.fakes.fake_llm import FakeLLMServer
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings: Any) -> None:
-    """Users are created in almost every test; hashing their passwords slowly buys nothing here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 async def thread_db() -> Any:
     """For async tests: close the DB connection of the sync_to_async thread afterwards

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.users import PASSWORD
+
 __all__ = ["LiveNavi", "free_port", "kill_server", "live_navi", "restart_server", "start_live_navi", "scaleout_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +139,7 @@ def start_live_navi(tmp: Path, extra_env: dict[str, str] | None = None, *, tier:
         _spawn(live, tmp, "beat", [PYTHON, "-m", "celery", "-A", "navi_site", "beat", "-l", "WARNING",
                                    "-s", str(tmp / "beat-schedule")])
     _wait_healthy(live)
-    env_user = {**env, "DJANGO_SUPERUSER_PASSWORD": "correct horse battery"}
+    env_user = {**env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD}
     subprocess.run(
         [PYTHON, "manage.py", "createsuperuser", "--noinput", "--username", live.username, "--email", "t@example.com"],
         cwd=ROOT, env=env_user, check=True, capture_output=True, timeout=60,

@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 
 from agent.events import StreamEnd
 from sessions_app.runs import RunRegistry, set_run_registry
+from tests.support.users import PASSWORD
 from tests.transport.helpers import connect, drain, make_session, receive_until, scripted
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -127,7 +128,7 @@ def test_cookie_post_without_csrf_is_refused(user: Any) -> None:
 
     sid = str(services.session_create(owner=user).id)
     client = Client(enforce_csrf_checks=True)
-    client.login(username=user.username, password="correct horse battery")
+    client.login(username=user.username, password=PASSWORD)
     for path in ("stop", "messages"):
         resp = client.post(f"/sessions/{sid}/{path}", data={"content": "hi"}, content_type="application/json")
         assert resp.status_code == 403 and "CSRF" in resp.json()["detail"]
