@@ -489,6 +489,14 @@ def _loop_refusal(result: str) -> bool:
     return result.startswith((REPEATED.split("{tool}", 1)[0], TODO_SET_AGAIN))
 
 
+def steering() -> tuple[str, ...]:
+    """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
+    todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
+    from what you know": the user's words, then the note of a doubt it had just read)."""
+    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
+
+
 def _sentences(text: str) -> list[str]:
     return [s for s in (" ".join(p.lower().split()) for p in re.split(r"(?<=[.!?;])\s+", text)) if len(s) > 20]
 
@@ -517,8 +525,7 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     this turn's tool results (``_result_steering``)."""
     said_words = re.findall(r"[a-z0-9']+", text.lower())
     said = " " + " ".join(said_words) + " "
-    for instruction in (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL,
-                        TODO_NEXT, TODO_SET_AGAIN, MEMORY_HEADER, *more):
+    for instruction in (*steering(), *more):
         words = re.findall(r"[a-z0-9']+", instruction.lower())
         if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
             return True

@@ -230,7 +230,7 @@ class StepDecision:
         return self.call is None and self.problem is None
 
 
-def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "") -> StepDecision:
+def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "", steering: Sequence[str] = ()) -> StepDecision:
     """The decision in ``text``, its arguments validated against the tool's full parameter schema (and
     not copying the tools' descriptions, unless the user ``said`` those words)."""
     try:
@@ -252,15 +252,16 @@ def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "") -> 
         return StepDecision(problem=f"the arguments of {name} must be a JSON object, got {json.dumps(arguments)[:200]}")
     call = ToolCallRequest(id=new_call_id(), name=name, arguments=arguments)
     function = by_name[name].get("function") or {}
-    problem = argument_problem(arguments, function.get("parameters"), descriptions(schemas), said)
+    problem = argument_problem(arguments, function.get("parameters"), descriptions(schemas, steering), said)
     if problem:
         return StepDecision(call=call, problem=f"the arguments of {name} are not valid: {problem}")
     return StepDecision(call=call)
 
 
-def descriptions(schemas: Sequence[dict[str, Any]]) -> str:
-    """The offered tools' descriptions, one per line: what an argument must not copy."""
-    return "\n".join(str((s.get("function") or {}).get("description") or "") for s in schemas)
+def descriptions(schemas: Sequence[dict[str, Any]], steering: Sequence[str] = ()) -> str:
+    """The offered tools' descriptions, one per line, and ``steering`` (the loop's own instructions to the
+    model): what an argument must not copy."""
+    return "\n".join([*(str((s.get("function") or {}).get("description") or "") for s in schemas), *steering])
 
 
 def argument_problem(arguments: dict[str, Any], parameters: Any, description: str = "", said: str = "") -> str | None:
@@ -313,8 +314,8 @@ def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], t
                     "taken from what the user asked")
         runs = [f" {' '.join(words[i:i + 6])} " for i in range(len(words) - 5)]
         if tool and any(run in whole and run not in user for run in runs):
-            return (f"{name}: {value[:80]!r} repeats a tool's description; write the value itself, taken "
-                    "from what the user asked")
+            return (f"{name}: {value[:80]!r} repeats a tool's description or an instruction you were given; "
+                    "write the value itself, taken from what the user asked")
     return None
 
 

@@ -37,6 +37,7 @@ from agent.aids import (
     result_openers,
     results,
     retry_instruction,
+    steering,
     successes,
     summary_of,
     unread_answer,
@@ -640,7 +641,8 @@ class Agent:
         if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
             return True  # "I would use the filesystem function with {…}": before any result, that is a call
         return any(c.arguments_error or c.name not in plan.callable
-                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every), turn.goal)
+                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every, steering()),
+                                       turn.goal)
                    for c in decision.calls)
 
     async def _decide_again(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
@@ -697,7 +699,7 @@ class Agent:
                 return None
             if turn.stop_event.is_set():
                 return StepDecision()
-            step = parse_decision(text, plan.every, turn.goal)
+            step = parse_decision(text, plan.every, turn.goal, steering())
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])

@@ -535,6 +535,23 @@ def test_a_value_that_repeats_another_offered_tools_description_is_not_valid() -
 
 
 
+async def test_a_call_that_copies_navis_own_instruction_is_generated_again(agent_env) -> None:
+    """The 0.5B, told that a call rested on a guess, set a todo step of the user's words followed by the note's
+    "If the user's request needs no tool, answer it in words from what you know": stored, the user would have
+    found Navi's instruction on their list."""
+    from agent.aids import GUESSED
+
+    await constrained(agent_env)
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set", "steps": [
+        "buy stamps", f"post the letter. {GUESSED}"]}}))
+    constrained_call(agent_env.fake, "todo", action="set", steps=["buy stamps", "post the letter"])
+    agent_env.fake.script(text="Your list has two steps: buy stamps, post the letter.")
+    events = await agent_env.run("make a checklist: buy stamps, post the letter")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["buy stamps", "post the letter"]}, True)]
+    assert schema_names(agent_env.fake.schema_of(agent_env.fake.chat_requests[1])) == ["todo"]
+    assert "answer it in words" not in json.dumps(events, default=str)
+
+
 async def test_the_tool_an_attempt_names_stays_its_choice(agent_env) -> None:
     """The 0.5B wrote {"name": "schedule_recall", "additional_context_message": "Water the plants at 6 pm."}
     (the arguments beside the name) and, asked again under every tool's schema, chose todo."""
