@@ -55,15 +55,18 @@ def _in_words(moment: datetime) -> str:
 # What this tool answers, in the words people ask it with: the time, the date, the day, how long until or
 # since. A small model calls the clock for a greeting or a question the memory answers ("What is my server
 # called?") and copies its output as the answer; a request with none of these words, and no place the call's
-# zone names, is doubted (``doubt``).
+# zone names, is doubted (``doubt``). Not among them: the parts of the day (morning, evening, night), which
+# greet far more often than they ask the time ("Evening, Navi!" got the clock, round 17), and a four-digit
+# number outside 1000-2199, which is no year but a code or an amount (the note "invoice 3811, the plumber
+# needs a call" got the clock).
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _TIME_WORDS = re.compile(
     r"\b(?:times?|timezones?|dates?|days?|today'?s?|tonight|tomorrow|yesterday|weekends?|weekdays?|weeks?|"
-    r"months?|years?|hours?|minutes?|seconds?|o'?clock|clocks?|now|morning|afternoon|evening|night|midnight|"
+    r"months?|years?|hours?|minutes?|seconds?|o'?clock|clocks?|now|midnight|"
     r"noon|calendar|when|until|till|since|ago|late|early|age|old|utc|gmt|dst|deadline|due|season|"
     rf"{_WEEKDAYS}|{_MONTHS}|"
-    r"\d{1,2}(?::\d{2}|\s*[ap]\.?m\b)|\d{4})\b|[\u3040-\u30ff\u3400-\u9fff]",  # CJK: no word boundaries to go by
+    r"\d{1,2}(?::\d{2}|\s*[ap]\.?m\b)|(?:1\d|2[01])\d\d)\b|[\u3040-\u30ff\u3400-\u9fff]",  # CJK: no word boundaries to go by
     re.IGNORECASE)
 
 

@@ -825,6 +825,22 @@ async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(
     assert told.startswith("Not run: ") and "says nothing about a date or a time" in told
 
 
+@pytest.mark.parametrize("request_text", [
+    "Evening, Navi!",  # a part of the day greets; it does not ask the time
+    "Good morning!",
+    "Write this in my notes: invoice 3811, the plumber needs a call.",  # a number, no year
+])
+async def test_the_clock_called_without_a_word_of_time_is_doubted(bundled, request_text) -> None:
+    agent_env = bundled
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
+    agent_env.fake.script(text="Hello!")
+    events = await agent_env.run(request_text)
+    assert not started(events) and not calls(events)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "says nothing about a date or a time" in told
+
+
 async def test_the_clock_called_again_after_its_doubt_runs(bundled) -> None:
     # The clock's words of time are English: a question in other words, asked again, still gets the clock.
     agent_env = bundled
@@ -860,6 +876,8 @@ async def test_the_clock_called_again_for_a_greeting_may_be_given_up_for_an_answ
 @pytest.mark.parametrize(("request_text", "args"), [
     ("What's the date?", {}),
     ("Is it the weekend yet?", {}),
+    ("How long is it until 2030?", {}),
+    ("Is 2028 a leap year?", {}),
     ("And in Tokyo?", {"timezone": "Asia/Tokyo"}),  # a follow-up that names the zone's place
 ])
 async def test_a_question_about_time_or_a_named_place_runs_the_clock_at_once(bundled, request_text, args) -> None:
