@@ -127,9 +127,10 @@ _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 # "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10").
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
                            r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
-# "every hour", "every 2 hours", "each hour"; not "every second week" (an ordinal), "every day of the
-# trip", "every week's goals", "for each day" (one of several, not a repeat).
-_SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"
+# "every hour", "every 2 hours", "each hour", "every single day" (said for emphasis); not "every second
+# week" (an ordinal), "every day of the trip", "every week's goals", "for each day" (one of several, not a
+# repeat).
+_SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<span>{_SAID_DURATION})|(?P<unit>minute|hour|day|week)\b)"
                             r"(?!'s|\s+of\b)")
 # The other everyday ways to say a repeat: "once an hour", "twice a day", "3 times a week", "every other
 # day", and the adverb "hourly" / "daily" / "weekly" where it says how often something is done ("remind me

@@ -440,6 +440,8 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
     assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
     assert said_times("each 2 hours check the oven").every == (("each 2 hours", 7200),)
+    assert said_times("Remind me to drink water every single hour.").every == (("every single hour", 3600),)  # round 17
+    assert said_times("every single one of the files").every == ()
     # A one-off said as the length of a thing a recall is (round 11); not one already there.
     assert said_times("Set a 3-minute reminder to stretch.").once == (("3-minute", 180),)
     assert said_times("start a ten minute timer for the tea").once == (("ten minute", 600),)
