@@ -85,6 +85,25 @@ async def test_invalid_arguments_are_generated_again_under_the_schema(agent_env)
     assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None
 
 
+async def test_a_write_without_its_path_is_generated_again_with_one(agent_env, settings) -> None:
+    """The 0.5B wrote {"action": "write", "content": "milk\\neggs\\nbread"} with no path: the schema left the
+    path optional, so the call ran and failed ("A path is required.") until the turn's step limit (round 17)."""
+    from pathlib import Path
+
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="write", content="milk\neggs\nbread\n"))
+    constrained_call(agent_env.fake, "filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n")
+    agent_env.fake.script(text="I wrote milk, eggs and bread to shopping.txt.")
+    events = await agent_env.run("Store milk, eggs and bread in shopping.txt, one item per line.")
+    assert [(tool, args.get("path"), ok) for tool, args, ok in calls(events)] == [("filesystem", "shopping.txt", True)]
+    assert (Path(settings.SESSION_FILES_DIR) / agent_env.session_id / "shopping.txt").read_text() == "milk\neggs\nbread\n"
+    schema = agent_env.fake.schema_of(agent_env.fake.chat_requests[1])
+    (branch,) = [b for b in schema["anyOf"] if b["properties"]["tool"] == {"const": "filesystem"}]
+    required = {v["properties"]["action"]["const"]: v["required"] for v in branch["properties"]["arguments"]["anyOf"]}
+    assert required["write"] == ["action", "path", "content"] and required["read"] == ["action", "path"]
+    assert required["list"] == ["action"]  # a list or a search may leave the path out: the session directory
+
+
 async def test_arguments_the_schema_could_not_rule_out_get_one_repair_round(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("nope"))
@@ -588,7 +607,8 @@ def _offered(*names: str) -> list[dict]:
     ('{"type": "function", "function": {"name": "filesystem", "arguments": "{\\"path\\": 1}"}}', None, ["filesystem"]),
     ('I would use the `todo` function with: ```json {"action": "read"}```', None, ["todo"]),
     ('{"name": "look", "arguments": {"action": "list", "path": "."}}', None, ["filesystem"]),  # a valid call
-    ('{"action": "read"}', None, ["todo", "filesystem"]),  # valid for both: the grammar picks
+    ('{"action": "read"}', None, ["todo"]),  # a read of no file is no call of the filesystem
+    ('{"action": "read", "path": "a.txt"}', None, ["filesystem"]),
     ('{"name": "greeting", "arguments": {"text": "Hello!"}}', None, []),  # a loose fit is no sign
     ('{"name": "plumber", "arguments": {"invoice": 4711}}', None, []),  # points nowhere: every tool
     ("no JSON at all", None, []),

@@ -361,12 +361,19 @@ class FilesystemTool(Tool):
         },
         "required": ["action"],
         # What each action needs, in standard JSON Schema: validated before a call runs, and a constrained
-        # call's grammar offers each action only its own fields (agent.decide).
+        # call's grammar offers each action only its own fields (agent.decide). Every action but a list or a
+        # search (of the session directory, unless a path is given) needs its path: with the path left
+        # optional here, the 0.5B's write of the shopping list without one was valid, ran and failed ("A
+        # path is required."), six times over (round 17).
         "allOf": [
-            {"if": {"properties": {"action": {"const": "write"}}}, "then": {"required": ["content"]}},
-            {"if": {"properties": {"action": {"const": "append"}}}, "then": {"required": ["content"]}},
-            {"if": {"properties": {"action": {"const": "move"}}}, "then": {"required": ["destination"]}},
-            {"if": {"properties": {"action": {"const": "search"}}}, "then": {"required": ["pattern"]}},
+            *({"if": {"properties": {"action": {"const": action}}}, "then": {"required": ["path"]}}
+              for action in ("read", "mkdir", "delete", "stat", "exists")),
+            {"if": {"properties": {"action": {"const": "write"}}}, "then": {"required": ["path", "content"]}},
+            {"if": {"properties": {"action": {"const": "append"}}}, "then": {"required": ["path", "content"]}},
+            {"if": {"properties": {"action": {"const": "move"}}}, "then": {"required": ["path", "destination"]}},
+            {"if": {"properties": {"action": {"const": "list"}}}, "then": {"properties": {"path": {}}}},
+            {"if": {"properties": {"action": {"const": "search"}}},
+             "then": {"required": ["pattern"], "properties": {"path": {}}}},
         ],
         "additionalProperties": False,
     }
