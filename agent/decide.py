@@ -232,7 +232,7 @@ class StepDecision:
 
 def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "", steering: Sequence[str] = ()) -> StepDecision:
     """The decision in ``text``, its arguments validated against the tool's full parameter schema (and
-    not copying the tools' descriptions, unless the user ``said`` those words)."""
+    not copying the tools' descriptions or the loop's ``steering``, unless the user ``said`` those words)."""
     try:
         value = json.loads(text)
     except ValueError as exc:
