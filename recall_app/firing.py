@@ -161,7 +161,14 @@ def _defer_if_busy(recall_id: str, *, due: datetime | None, now: datetime) -> bo
         return False
     if not headless.session_is_busy(str(recall.session_id)):
         return False
-    return _defer(recall, now=now)
+    if not _defer(recall, now=now):
+        return False
+    if not headless.session_is_busy(str(recall.session_id)):
+        # The turn ended between the check and the deferral: its end hook (``fire_deferred_after_turn``) may
+        # have looked before the deferral was written, and the recall would have waited RECALL_DEFER_SECONDS
+        # for a session that is free (a loaded CI machine saw an immediate recall's result arrive too late).
+        fire_deferred_after_turn(str(recall.session_id))
+    return True
 
 
 @contextlib.contextmanager

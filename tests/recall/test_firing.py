@@ -231,6 +231,23 @@ def test_busy_session_defers_by_a_minute(session, fake_run, monkeypatch, sent,
 
 
 @pytest.mark.django_db
+def test_a_turn_that_ends_while_its_recall_is_deferred_does_not_leave_it_waiting(
+        session, fake_run, monkeypatch, sent, django_capture_on_commit_callbacks) -> None:
+    """The turn's end hook ran between the busy check and the deferral: the deferral itself sees the session
+    free and the recall is due at once, not a minute later."""
+    from recall_app import headless
+
+    seen = iter([True, False])  # busy when checked; free once the deferral is written
+    monkeypatch.setattr(headless, "session_is_busy", lambda session_id: next(seen))
+    recall = make_recall(session, call_type="immediate", due_in=-1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert firing.fire_recall(str(recall.id), due=recall.trigger_at) == "deferred"
+    recall.refresh_from_db()
+    assert recall.status == "pending" and recall.trigger_at <= timezone.now()
+    assert sent.tasks[-1] == (str(recall.id), recall.trigger_at)  # its fire task goes out now
+
+
+@pytest.mark.django_db
 def test_run_that_finds_the_session_busy_releases_the_claim(session, fake_run) -> None:
     recall = make_recall(session)
     fake_run.outcome = "busy"
