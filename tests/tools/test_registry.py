@@ -284,3 +284,22 @@ async def test_aget_registry_builds_once_with_mcp_ready(tools_env, monkeypatch):
         assert await registry_module.aget_registry() is first
     finally:
         registry_module.reset_registry()
+
+
+@pytest.mark.parametrize("args", [{"action": "write", "content": "milk"}, {"action": "read"}, {"action": "delete"}])
+async def test_a_file_action_without_its_path_names_the_missing_field_and_changes_nothing(tools_env, args):  # noqa: F811
+    """The filesystem's schema says which actions need a path (round 17): such a call is refused before it runs,
+    naming the field, and the files already there stay as they were."""
+    from tools_app.builtins.filesystem import FilesystemTool
+
+    reg = ToolRegistry()
+    reg.register_builtin(FilesystemTool)
+    folder = tools_env.sessions / "s1"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("kept")
+    with run_context(session_id="s1"):
+        result = await reg.execute("filesystem", args)
+        listed = await reg.execute("filesystem", {"action": "list"})  # a list needs no path: the session's folder
+    assert not result.success and "missing required field 'path'" in result.error
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"] and (folder / "keep.txt").read_text() == "kept"
+    assert listed.success and "keep.txt" in listed.output
