@@ -22,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.realmodel.broad import HALVES  # noqa: E402  (the halves grow a fresh one each round)
+
 # The broad suite's own labels: which tool each intent needs (None: an answer in words).
 WANTED = {"greeting": None, "plain_question": None, "date_time": "get_current_datetime", "read_file": "filesystem",
           "file_question": "filesystem", "write_file": "filesystem", "note": "user_notes", "remember": "memory_save",
@@ -31,7 +33,7 @@ WANTED = {"greeting": None, "plain_question": None, "date_time": "get_current_da
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--half", default="dev", choices=["dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "both", "all"])
+    parser.add_argument("--half", default="dev", choices=[*HALVES, "both", "all"])
     parser.add_argument("--cards", default="full", choices=["full", "first"])
     parser.add_argument("--cache", default=None)
     args = parser.parse_args()
