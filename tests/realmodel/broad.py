@@ -21,7 +21,7 @@ fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the 
 in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasings 17 and 18, in
 ``FRESH7``) after round 14 had read fresh6, and round 16 **fresh8** (phrasings 19 and 20, in ``FRESH8``)
 after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in ``FRESH9``) after round 16
-had read fresh8. Distinctive values (codes, numbers,
+had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -121,8 +121,10 @@ class Task:
 
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
-         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9")  # by phrasing index
-HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9")
+         "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
+         "fresh10", "fresh10")  # by phrasing index
+HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
+          "fresh10")
 
 
 def _clock() -> float:
@@ -169,7 +171,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many months are in a year?": ("12", "twelve"),
              # the ninth fresh half (round 17)
              "What is the capital of Japan?": ("tokyo",),
-             "How many seconds are in a minute?": ("60", "sixty")}
+             "How many seconds are in a minute?": ("60", "sixty"),
+             # the tenth fresh half (round 18)
+             "What is the smallest prime number?": ("2", "two"),
+             "Which ocean lies between Europe and North America?": ("atlantic",)}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -594,7 +599,30 @@ FRESH9: dict[str, tuple[str, str]] = {
                  "Could you have a helper agent fetch the magic number from facts.txt?"),
 }
 
-HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9)  # phrasings 5 and 6 on, in SPLIT's order
+# Round 18's held-out phrasings: fresh9 was read after round 17 reported it, so these were written,
+# and run once with round 17's code, before round 18 changed anything.
+FRESH10: dict[str, tuple[str, str]] = {
+    "greeting": ("Hi there! Hope all is well.", "Hey Navi, happy to chat with you again!"),
+    "plain_question": ("What is the smallest prime number?", "Which ocean lies between Europe and North America?"),
+    "date_time": ("Which date is it today?", "Time check, please: what time is it?"),
+    "read_file": ("Scan project.txt and tell me which codename it has.", "What codename does the file project.txt give?"),
+    "file_question": ("Who's listed as the author of report.txt?", "Could you find out who wrote report.txt for me?"),
+    "write_file": ("Make shopping.txt and write milk, eggs and bread in it.",
+                   "Can you save a file shopping.txt listing milk, eggs and bread, one per line?"),
+    "note": ("Take this down as a note: plumber to be called, invoice {v}.",
+             "Note it down for me: the plumber needs calling about invoice {v}."),
+    "remember": ("Remember for next time that my server is called {v}.",
+                 "So you know in future chats, my server is named {v}."),
+    "remind_once": ("Remind me in 3 minutes that I need to stretch.", "In three minutes, give me a ping to stretch my legs."),
+    "remind_every": ("Every hour, ping me with a reminder to drink water.",
+                     "I'd like to be reminded to drink water once per hour."),
+    "todo": ("Two items for a to-do list: buy stamps, post the letter.",
+             "Could you set up a to-do list with buy stamps and post the letter?"),
+    "subagent": ("Ask a subagent to read facts.txt and tell me the magic number.",
+                 "Put a helper agent on facts.txt to find the magic number."),
+}
+
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
