@@ -1001,6 +1001,48 @@ async def test_todo_steps_in_the_users_words_are_set_at_once(agent_env) -> None:
     assert len(agent_env.requests()) == 2
 
 
+def _note_texts(settings) -> list[str]:
+    path = Path(settings.DATA_DIR) / "user_notes.json"
+    books = json.loads(path.read_text())["users"] if path.exists() else {}
+    return [n["text"] for book in books.values() for n in book["notes"]]
+
+
+async def test_a_note_the_user_never_said_is_not_added_and_the_model_answers(bundled, settings) -> None:
+    # The 1.5B noted "Hello! I'm here to help." for "Hi there! Hope all is well." (round 18).
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Hello! I'm here to help."))
+    agent_env.fake.script(text="Hi! All is well here. How can I help?")
+    events = await agent_env.run("Hi there! Hope all is well.")
+    assert not started(events) and not calls(events)
+    assert _note_texts(settings) == []
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is nothing the user's words" in told and "I'm here to help" in told
+    assert events[-1]["content"] == "Hi! All is well here. How can I help?"
+
+
+async def test_a_note_of_an_earlier_message_is_added_when_the_call_is_made_again(bundled, settings) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("user_notes", action="add", text="call the plumber about invoice 7341"))
+    constrained_call(agent_env.fake, "user_notes", action="add", text="call the plumber about invoice 7341")
+    agent_env.fake.script(text="Noted: call the plumber about invoice 7341.")
+    events = await agent_env.run("Note that down.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert _note_texts(settings) == ["call the plumber about invoice 7341"]
+
+
+async def test_a_note_in_the_users_words_is_added_at_once(bundled, settings) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Plumber: invoice 2069"))
+    agent_env.fake.script(text="Noted.")
+    events = await agent_env.run("Take this down as a note: plumber to be called, invoice 2069.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert _note_texts(settings) == ["Plumber: invoice 2069"] and len(agent_env.requests()) == 2
+
+
 def _todo_steps(agent_env) -> list[dict]:
     from tools_app.builtins_meta.todo import read_todo
 
