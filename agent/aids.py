@@ -174,6 +174,8 @@ class Decision:
 
 ANSWER_NOW = ("Answer the user now in plain language with what you have. Do not call any tool "
               "and do not write a tool call.")
+ANSWER_UNDONE = ("No tool ran for the user's last message. Answer it now in plain language: a question from what "
+                 "you know, a request by saying it is not done yet. Do not write a tool call.")
 AFTER_TOOLS = ("The tool results above are available. If they answer the user's request, reply to the user now; "
                "call another tool only if it is really needed.")
 
@@ -187,7 +189,9 @@ def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]]
     if not state.aids or not turn.history:
         return []
     if state.force_answer:
-        return [ChatMessage(role="system", content=ANSWER_NOW)]
+        # After calls that were all doubted and none ran (the request leaves them out: ``loop._only_doubted``).
+        undone = state.doubted and not results(turn.history[state.start:])
+        return [ChatMessage(role="system", content=ANSWER_UNDONE if undone else ANSWER_NOW)]
     if allow and turn.history[-1].role == "tool" and state.on("nudges"):
         step = next_step(todo)
         if step is not None and state.small and state.on("todo_progress") and not _only_todo(turn.history):
@@ -493,7 +497,7 @@ def steering() -> tuple[str, ...]:
     """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
-    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
             TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 

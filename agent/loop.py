@@ -313,8 +313,8 @@ class Agent:
             allow = bool(names) and not state.force_answer
             todo = _read_todo(turn.session_id)
             plan = self._tool_plan(registry, turn, names, {PROFILES: profile_ids, TOOLS: names})
-            messages = (self._context(turn) + mech.injections(iteration, todo)
-                        + nudges(turn, state, allow, [] if turn.subagent else todo))
+            messages = (self._context(turn, without_doubted=not allow and _only_doubted(turn, state))
+                        + mech.injections(iteration, todo) + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
                 messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:]))]
             # With the aids on (or under constraints), text that may be a call written as JSON is held back
@@ -444,8 +444,9 @@ class Agent:
                                     note=f"{NOT_RUN} {doubt.reason} The user's message: {_said(turn, state)[:300]!r}. "
                                          f"{GUESSED}")
             if decision.note is not None:
-                await turn.add(ChatMessage(role="assistant", content=call.text), buffer="context")
-                await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True}),
+                marked: dict[str, Any] = {DOUBTED: True} if doubt is not None and doubt.answer else {}
+                await turn.add(ChatMessage(role="assistant", content=call.text, metadata=marked), buffer="context")
+                await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True, **marked}),
                                buffer="context")
                 continue
             if not decision.calls and not decision.replaced and self._unread(turn, state, bool(names), names):
@@ -763,9 +764,12 @@ class Agent:
             yield StreamEnd(content=turn.final_text, context_tokens=turn.context_tokens,
                             max_context_tokens=_max_context())
 
-    def _context(self, turn: Turn) -> list[ChatMessage]:
+    def _context(self, turn: Turn, *, without_doubted: bool = False) -> list[ChatMessage]:
+        """The request's messages; ``without_doubted``: without the calls the doubts kept from running and
+        Navi's notes about them (``_only_doubted``)."""
+        history = [m for m in turn.history if not (m.metadata or {}).get(DOUBTED)] if without_doubted else turn.history
         return self.builder.build(profile=turn.profile, persona=settings.NAVI_PERSONA, memory=turn.memory,
-                                  history=turn.history, subagent=turn.subagent)
+                                  history=history, subagent=turn.subagent)
 
     def _stream(self, turn: Turn, messages: list[ChatMessage], tools: list[dict[str, Any]],
                 format: dict[str, Any] | None = None) -> AsyncIterator[Any]:
@@ -904,6 +908,19 @@ def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
 def _still_unread(turn: Turn, state: LoopState) -> bool:
     """Told that the file the user named was not read, the model has not read it yet."""
     return state.unread_told and not _did_more_than_look(turn, state)
+
+
+DOUBTED = "doubted"  # metadata of a call a doubt kept from running, and of Navi's note about it
+
+
+def _only_doubted(turn: Turn, state: LoopState) -> bool:
+    """Every call of this turn was doubted and none ran: the answer now owed is asked for without those calls
+    and Navi's notes about them, as if the model had answered at once. Told in a note that the user's message
+    says nothing of a date or a time, the 1.5B answered "The user's message does not provide any information
+    about a date or time" to "What is my server called?", with the name in its memory (round 18); the 0.5B
+    repeated a note's instruction. The request then ends with ``aids.ANSWER_UNDONE``, so that nothing is said
+    to be done."""
+    return state.doubted and not results(turn.history[state.start:])
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:
