@@ -642,7 +642,7 @@ class Agent:
         if not decision.calls and not successes(turn.history[state.start:]) and described_call(call.text, plan.callable):
             return True  # "I would use the filesystem function with {…}": before any result, that is a call
         return any(c.arguments_error or c.name not in plan.callable
-                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every, steering()),
+                   or argument_problem(c.arguments, plan.parameters(c.name), descriptions(plan.every, _steering(turn, state)),
                                        turn.goal)
                    for c in decision.calls)
 
@@ -700,7 +700,7 @@ class Agent:
                 return None
             if turn.stop_event.is_set():
                 return StepDecision()
-            step = parse_decision(text, plan.every, turn.goal, steering())
+            step = parse_decision(text, plan.every, turn.goal, _steering(turn, state))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])
@@ -908,6 +908,13 @@ def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
 def _still_unread(turn: Turn, state: LoopState) -> bool:
     """Told that the file the user named was not read, the model has not read it yet."""
     return state.unread_told and not _did_more_than_look(turn, state)
+
+
+def _steering(turn: Turn, state: LoopState) -> tuple[str, ...]:
+    """What a call's argument must not copy of Navi's own words: its fixed steering (``aids.steering``) and the
+    notes it wrote to the model in this turn (the 0.5B set a todo step "Not run: the fact 'boreas' is nothing
+    the user's words … say" for "Remind me every hour to drink water.", from the note of its doubted fact)."""
+    return (*steering(), *(m.content or "" for m in notes(turn.history[state.start:])))
 
 
 DOUBTED = "doubted"  # metadata of a call a doubt kept from running, and of Navi's note about it

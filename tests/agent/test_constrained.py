@@ -571,6 +571,21 @@ async def test_a_call_that_copies_navis_own_instruction_is_generated_again(agent
     assert "answer it in words" not in json.dumps(events, default=str)
 
 
+async def test_a_call_that_copies_navis_note_of_this_turn_is_generated_again(agent_env) -> None:
+    """The 0.5B's fact was doubted (nothing the user said), and its next call set a todo step of the note it had
+    just read ("Not run: the fact 'boreas' is nothing the user's words … say"; round 18)."""
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("memory_save", category="environment", key="server_name", value="boreas"))
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set", "steps": [
+        "drink water every hour", "Not run: the fact 'boreas' is nothing the user's words say, so it was not saved"]}}))
+    constrained_call(agent_env.fake, "todo", action="set", steps=["drink water every hour"])
+    agent_env.fake.script(text="Your list: drink water every hour.")
+    events = await agent_env.run("put drink water every hour on my list")
+    assert calls(events) == [("todo", {"action": "set", "steps": ["drink water every hour"]}, True)]
+    assert schema_names(agent_env.fake.schema_of(agent_env.fake.chat_requests[2])) == ["todo"]
+    assert "Not run" not in json.dumps([e for e in events if e.get("type") != "stream_delta"], default=str)
+
+
 async def test_the_tool_an_attempt_names_stays_its_choice(agent_env) -> None:
     """The 0.5B wrote {"name": "schedule_recall", "additional_context_message": "Water the plants at 6 pm."}
     (the arguments beside the name) and, asked again under every tool's schema, chose todo."""
