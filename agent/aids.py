@@ -184,14 +184,30 @@ def next_step(todo: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     return next((s for s in todo or [] if s.get("status") not in ("done", "failed")), None)
 
 
+DOUBTED = "doubted"  # metadata of a call a doubt kept from running, and of Navi's note about it
+
+
+def only_doubted(turn: Turn, state: LoopState) -> bool:
+    """The user asked a question, and every call of this turn was doubted and none ran: the answer now owed
+    is asked for without those calls and Navi's notes about them, as if the model had answered at once, and
+    ends with ``ANSWER_UNDONE``. Told in a note that the user's message says nothing of a date or a time, the
+    1.5B answered "The user's message does not provide any information about a date or time" to "What is my
+    server called?", with the name in its memory (round 18). Only a question (its last message ends with
+    "?"): asked to do something ("Take this down as a note: …") with the notes left out, the 0.5B answered
+    "The plumber is called, and the invoice has been paid.", where with them it had no answer to show."""
+    if not state.doubted or results(turn.history[state.start:]):
+        return False
+    said = [m.content or "" for m in turn.history[state.start:]
+            if m.role == "user" and not (m.metadata or {}).get("synthetic")]
+    return (said[-1] if said else turn.goal).rstrip().endswith("?")
+
+
 def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]] | None = None) -> list[ChatMessage]:
     """Short steering messages (aids only; never stored)."""
     if not state.aids or not turn.history:
         return []
     if state.force_answer:
-        # After calls that were all doubted and none ran (the request leaves them out: ``loop._only_doubted``).
-        undone = state.doubted and not results(turn.history[state.start:])
-        return [ChatMessage(role="system", content=ANSWER_UNDONE if undone else ANSWER_NOW)]
+        return [ChatMessage(role="system", content=ANSWER_UNDONE if only_doubted(turn, state) else ANSWER_NOW)]
     if allow and turn.history[-1].role == "tool" and state.on("nudges"):
         step = next_step(todo)
         if step is not None and state.small and state.on("todo_progress") and not _only_todo(turn.history):

@@ -21,6 +21,7 @@ from django.conf import settings
 
 from agent import ctx, gate, ports
 from agent.aids import (
+    DOUBTED,
     GUESSED,
     NOT_RUN,
     REPEATED,
@@ -33,6 +34,7 @@ from agent.aids import (
     notes,
     nudges,
     observe,
+    only_doubted,
     poor_answer,
     request_openers,
     result_openers,
@@ -314,7 +316,7 @@ class Agent:
             allow = bool(names) and not state.force_answer
             todo = _read_todo(turn.session_id)
             plan = self._tool_plan(registry, turn, names, {PROFILES: profile_ids, TOOLS: names})
-            messages = (self._context(turn, without_doubted=not allow and _only_doubted(turn, state))
+            messages = (self._context(turn, without_doubted=not allow and only_doubted(turn, state))
                         + mech.injections(iteration, todo) + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
                 messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:]))]
@@ -767,7 +769,7 @@ class Agent:
 
     def _context(self, turn: Turn, *, without_doubted: bool = False) -> list[ChatMessage]:
         """The request's messages; ``without_doubted``: without the calls the doubts kept from running and
-        Navi's notes about them (``_only_doubted``)."""
+        Navi's notes about them (``aids.only_doubted``)."""
         history = [m for m in turn.history if not (m.metadata or {}).get(DOUBTED)] if without_doubted else turn.history
         return self.builder.build(profile=turn.profile, persona=settings.NAVI_PERSONA, memory=turn.memory,
                                   history=history, subagent=turn.subagent)
@@ -921,19 +923,6 @@ def _steering(turn: Turn, state: LoopState) -> tuple[str, ...]:
 # What a note quotes (the doubted call's own value, the user's words) is no steering: a call made again may
 # repeat it (the fact told in an earlier message, saved when the call is made again).
 _QUOTED = re.compile(r"""(?<=[\s(])(?:'[^'\n]*'|"[^"\n]*")(?=[\s,.;:)!?]|$)""")
-
-
-DOUBTED = "doubted"  # metadata of a call a doubt kept from running, and of Navi's note about it
-
-
-def _only_doubted(turn: Turn, state: LoopState) -> bool:
-    """Every call of this turn was doubted and none ran: the answer now owed is asked for without those calls
-    and Navi's notes about them, as if the model had answered at once. Told in a note that the user's message
-    says nothing of a date or a time, the 1.5B answered "The user's message does not provide any information
-    about a date or time" to "What is my server called?", with the name in its memory (round 18); the 0.5B
-    repeated a note's instruction. The request then ends with ``aids.ANSWER_UNDONE``, so that nothing is said
-    to be done."""
-    return state.doubted and not results(turn.history[state.start:])
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:

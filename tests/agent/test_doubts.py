@@ -78,6 +78,21 @@ async def test_a_second_guess_and_the_model_answers_without_tools(agent_env, set
     assert not any("planets" in str(m["content"]) for m in answer)
 
 
+async def test_a_request_whose_calls_were_all_doubted_is_answered_with_navis_notes_in_view(agent_env, settings) -> None:
+    # Not a question: asked to do something, with the notes left out, the 0.5B made up that it was done ("The
+    # plumber is called, and the invoice has been paid."; round 18). The notes stay, and so does the order.
+    (_folder(agent_env, settings) / "notes.md").write_text("Dentist on Friday.\n")
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="invoice_2069.txt"))
+    agent_env.fake.script(text=as_text("filesystem", action="list", path="/home/user/invoices"))
+    agent_env.fake.script(text="I could not find an invoice file, so nothing was noted.")
+    events = await agent_env.run("Take this down: plumber to be called, invoice 2069.")
+    assert not started(events)
+    answer = agent_env.requests()[2]["messages"]
+    assert answer[-1]["content"].startswith("Answer the user now in plain language")
+    assert any("invoice_2069.txt does not exist" in str(m["content"]) for m in answer)
+
+
 # -- a tool with nothing for the request (round 14) ----------------------------------------------------------
 # The 0.5B guessed "invoice_4084.txt", then "/home/navi/invoices/4084.txt", in an empty folder for "Put in my
 # notes: invoice 4084, ring the plumber", and the user got "I could not produce an answer this time".
