@@ -408,15 +408,18 @@ class Agent:
                 if isinstance(again, tuple):
                     decision, doubt = again
             first = next((c for c in decision.calls if not c.arguments_error), None)  # the call doubts judge
-            if (doubt is not None and doubt.repeated_runs and first is not None and first.name in state.doubted_tools
+            if (first is not None and first.name in state.loose and (doubt is None or doubt.repeated_runs)
                     and first.name not in state.confirmed and state.constrained and allow):
                 # Told once, the model calls the tool again: it confirms the call under a grammar that also offers
-                # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14).
+                # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14). So
+                # too when the call made again is no longer doubted: told that its note for "Hi there! Hope all
+                # is well." was nothing the user said, the 1.5B noted the greeting itself (round 18).
+                reason = doubt.reason if doubt is not None else state.loose[first.name]
                 state.confirmed.add(first.name)
                 log.info("call_doubted_confirm", tool=first.name)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
-                    contradicted=(call.text, f"{doubt.reason.rstrip('.')}. Call {first.name} only if the user's "
+                    contradicted=(call.text, f"{reason.rstrip('.')}. Call {first.name} only if the user's "
                                              f"words need it; else choose {NO_TOOL} and answer in words"),
                     tools=[first.name], none=True)
                 if again is STOPPED:
@@ -441,6 +444,8 @@ class Agent:
                     continue
                 state.doubted = True
                 state.doubted_tools.update(c.name for c in decision.calls if not c.arguments_error)
+                if doubt.repeated_runs and first is not None:
+                    state.loose[first.name] = doubt.reason
                 if not doubt.again:
                     state.withheld.update(c.name for c in decision.calls if not c.arguments_error)
                 decision = Decision(calls=[], content=call.text or decision.content,

@@ -1053,6 +1053,25 @@ async def test_a_note_of_an_earlier_message_is_added_when_the_call_is_made_again
     assert _note_texts(settings) == ["call the plumber about invoice 7341"]
 
 
+async def test_a_note_made_again_of_the_users_words_after_its_doubt_is_confirmed_first(bundled, settings) -> None:
+    # Told that its note for a greeting was nothing the user said, the 1.5B noted the greeting itself, which the
+    # doubt no longer judged (round 18): made again after a doubt, the call is confirmed under the grammar of
+    # the tool and none.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Hello! I'm here to help."))
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Hi there! Hope all is well."))
+    agent_env.fake.script(text='{"tool": "none"}')
+    agent_env.fake.script(text="Hi! All is well, thanks. What can I do for you?")
+    events = await agent_env.run("Hi there! Hope all is well.")
+    assert not calls(events) and not started(events) and _note_texts(settings) == []
+    assert events[-1]["content"] == "Hi! All is well, thanks. What can I do for you?" == shown(events)
+    confirm = agent_env.requests()[2]
+    assert [b["properties"]["tool"]["const"] for b in confirm["format"]["anyOf"]] == ["none", "user_notes"]
+    assert any("is nothing the user's words" in m["content"] and "choose none" in m["content"]
+               for m in confirm["messages"])
+
+
 async def test_a_note_in_the_users_words_is_added_at_once(bundled, settings) -> None:
     agent_env = bundled
     await constrained(agent_env, enabled_tools=["user_notes", "todo"])
