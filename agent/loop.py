@@ -408,8 +408,9 @@ class Agent:
                 if isinstance(again, tuple):
                     decision, doubt = again
             first = next((c for c in decision.calls if not c.arguments_error), None)  # the call doubts judge
-            if (first is not None and first.name in state.loose and (doubt is None or doubt.repeated_runs)
-                    and first.name not in state.confirmed and state.constrained and allow):
+            if (first is not None and first.name not in state.confirmed and state.constrained and allow
+                    and (doubt is not None and doubt.repeated_runs and first.name in state.doubted_tools
+                         or doubt is None and first.name in state.loose)):
                 # Told once, the model calls the tool again: it confirms the call under a grammar that also offers
                 # no call (the 1.5B called the clock again for "Hi!" and answered with the time; round 14). So
                 # too when the call made again is no longer doubted: told that its note for "Hi there! Hope all
