@@ -196,11 +196,13 @@ def only_doubted(turn: Turn, state: LoopState) -> bool:
     server called?", with the name in its memory (round 18). Only a question (its last message ends with
     "?"): asked to do something ("Take this down as a note: …") with the notes left out, the 0.5B answered
     "The plumber is called, and the invoice has been paid.", where with them it had no answer to show."""
-    if not state.doubted or results(turn.history[state.start:]):
-        return False
-    said = [m.content or "" for m in turn.history[state.start:]
-            if m.role == "user" and not (m.metadata or {}).get("synthetic")]
-    return (said[-1] if said else turn.goal).rstrip().endswith("?")
+    return state.doubted and not results(turn.history[state.start:]) and asked(turn, state)[-1].rstrip().endswith("?")
+
+
+def asked(turn: Turn, state: LoopState) -> list[str]:
+    """The user's messages of this turn, one by one: the request, and what they wrote while the turn ran."""
+    return list(dict.fromkeys([turn.goal, *(m.content or "" for m in turn.history[state.start:]
+                                            if m.role == "user" and not (m.metadata or {}).get("synthetic"))]))
 
 
 def nudges(turn: Turn, state: LoopState, allow: bool, todo: list[dict[str, Any]] | None = None) -> list[ChatMessage]:

@@ -27,6 +27,7 @@ from agent.aids import (
     REPEATED,
     Decision,
     LoopState,
+    asked,
     held_words,
     instruction_openers,
     interpret,
@@ -326,7 +327,7 @@ class Agent:
                                 holdback=state.on("text_calls") or state.constrained,
                                 hold_refusal=self._may_retry(turn, state) or self._may_reconsider(turn, state, allow),
                                 hold_openers=(*instruction_openers(),
-                                              *(request_openers(_asked(turn, state)) if state.small else ()),
+                                              *(request_openers(asked(turn, state)) if state.small else ()),
                                               *(result_openers(turn.history[state.start:]) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
@@ -564,10 +565,10 @@ class Agent:
     @staticmethod
     def _poor(turn: Turn, state: LoopState, decision: Decision, call: StreamedCall, plan: ToolPlan) -> str | None:
         """Why this step's answer is no answer for the user (``poor_answer``; None: it is one)."""
-        asked = _asked(turn, state)
+        messages = asked(turn, state)
         return poor_answer(decision.content, turn.history[state.start:], small=state.small,
-                           descriptions=[plan.description(n) for n in plan.callable], request="\n".join(asked),
-                           asked=asked, streamed=call.streamed_text, files=turn.named_files)
+                           descriptions=[plan.description(n) for n in plan.callable], request="\n".join(messages),
+                           asked=messages, streamed=call.streamed_text, files=turn.named_files)
 
     @staticmethod
     def _may_reconsider(turn: Turn, state: LoopState, allow: bool) -> bool:
@@ -886,13 +887,7 @@ class Agent:
 # ---------------------------------------------------------------------- helpers
 def _said(turn: Turn, state: LoopState) -> str:
     """The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes")."""
-    return "\n".join(_asked(turn, state))
-
-
-def _asked(turn: Turn, state: LoopState) -> list[str]:
-    """The user's messages of this turn (``_said``), one by one."""
-    return list(dict.fromkeys([turn.goal, *(m.content or "" for m in turn.history[state.start:]
-                                            if m.role == "user" and not (m.metadata or {}).get("synthetic"))]))
+    return "\n".join(asked(turn, state))
 
 
 def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
