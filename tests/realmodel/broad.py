@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 22 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 26 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -21,7 +21,8 @@ fixed some, so round 10 added **fresh2** (phrasings 7 and 8, in ``FRESH2``) the 
 in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasings 17 and 18, in
 ``FRESH7``) after round 14 had read fresh6, and round 16 **fresh8** (phrasings 19 and 20, in ``FRESH8``)
 after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in ``FRESH9``) after round 16
-had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9. Distinctive values (codes, numbers,
+had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9, and round 19
+**fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -122,9 +123,9 @@ class Task:
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
-         "fresh10", "fresh10")  # by phrasing index
+         "fresh10", "fresh10", "fresh11", "fresh11")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10")
+          "fresh10", "fresh11")
 
 
 def _clock() -> float:
@@ -174,7 +175,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many seconds are in a minute?": ("60", "sixty"),
              # the tenth fresh half (round 18)
              "What is the smallest prime number?": ("2", "two"),
-             "Which ocean lies between Europe and North America?": ("atlantic",)}
+             "Which ocean lies between Europe and North America?": ("atlantic",),
+             # the eleventh fresh half (round 19)
+             "What is the boiling point of water in Fahrenheit?": ("212",),
+             "Which country has the city of Rome as its capital?": ("italy",)}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -622,7 +626,33 @@ FRESH10: dict[str, tuple[str, str]] = {
                  "Put a helper agent on facts.txt to find the magic number."),
 }
 
-HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10)  # phrasings 5 and 6 on, in SPLIT's order
+# Round 19's held-out phrasings: fresh10 was read after round 18 reported it, so these were written,
+# and run once with round 18's code, before round 19 changed anything.
+FRESH11: dict[str, tuple[str, str]] = {
+    "greeting": ("Hi hi! Good to have you around.", "Hello, Navi. Lovely day today."),
+    "plain_question": ("What is the boiling point of water in Fahrenheit?",
+                       "Which country has the city of Rome as its capital?"),
+    "date_time": ("What's today's date, please?", "Could you tell me the exact time right now?"),
+    "read_file": ("There's a codename in project.txt; tell me what it is.",
+                  "Get me the codename from the project.txt file."),
+    "file_question": ("Who authored report.txt?", "I'd like to know who the author of report.txt is."),
+    "write_file": ("Create shopping.txt and list milk, eggs and bread in it, one per line.",
+                   "Write my shopping list to shopping.txt: milk, eggs, bread."),
+    "note": ("Add a quick note: invoice {v}, must call the plumber.",
+             "Can you note down that I owe the plumber a call about invoice {v}?"),
+    "remember": ("Remember: the name of my server is {v}.",
+                 "Store in your memory that my server is called {v}."),
+    "remind_once": ("Please remind me to stretch my legs in 3 minutes.",
+                    "After three minutes, send me a reminder to stretch."),
+    "remind_every": ("Remind me each hour to have a drink of water.",
+                     "Set an hourly recurring reminder: drink water."),
+    "todo": ("Please make me a to-do list: buy stamps, post the letter.",
+             "I want a checklist with two things on it, buy stamps and post the letter."),
+    "subagent": ("Have a subagent look up the magic number in facts.txt for me.",
+                 "Could you get a helper agent to read facts.txt and report the magic number?"),
+}
+
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
