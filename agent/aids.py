@@ -381,6 +381,11 @@ SHORT_ANSWER_WORDS = 16
 FUNCTION_WORDS = frozenset("""about after again also been before being could does from have here into just like make
 more need over some than that their them then there these they this were what when where which will with would
 your yours""".split())
+# English function words of three letters, and the stems contractions leave ("don't" reads "don", "t"): words of
+# three letters count for ``tools_app.base.content_words``, where "the" and "for" made any fact in a sentence
+# take a word of any request (round 19).
+SHORT_FUNCTION_WORDS = frozenset("""all and any are but can did don doesn for had has her him his how isn its let may
+nor not off our out own per she the too via was who why won yet you""".split())
 _COMMON = FUNCTION_WORDS | {"done", "finished", "completed", "success", "successful", "successfully"}
 # Function words, and words that say only that something went well ("Done." after the 1.5B set a todo list; a
 # todo result reads "(0/2 done)", which made the bare word look like news)

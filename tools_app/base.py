@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from agent.aids import FUNCTION_WORDS
+from agent.aids import FUNCTION_WORDS, SHORT_FUNCTION_WORDS
 from agent.ports import Doubt
 
 
@@ -97,10 +97,13 @@ def the_question(text: str, request: str) -> bool:
                                   for line in request.splitlines())
 
 
+_NOT_CONTENT = FUNCTION_WORDS | SHORT_FUNCTION_WORDS
+
+
 def content_words(text: str) -> set[str]:
     """Numbers, and words of three letters or more that are not function words, lower case."""
     return {w for w in re.findall(r"[^\W_]+", text.lower())
-            if w.isdigit() or len(w) >= 3 and w not in FUNCTION_WORDS}
+            if w.isdigit() or len(w) >= 3 and w not in _NOT_CONTENT}
 
 
 def takes_a_word(value: str, request: str) -> bool:

@@ -973,6 +973,20 @@ async def test_a_fact_the_user_never_said_is_not_saved_and_the_model_answers(age
     assert events[-1]["content"] == "I don't know your server's name yet."
 
 
+async def test_a_fact_that_shares_only_little_words_with_the_request_is_not_saved(agent_env) -> None:
+    # Asked for a helper to read facts.txt, the 0.5B saved a fact copied from its memory of another chat; "the"
+    # and "for" were words of both, so the fact was saved (round 19).
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="server_admin",
+                                       value="boreas: Remember the name of my server as boreas for later chats."))
+    agent_env.fake.script(text="I can't start a helper here.")
+    events = await agent_env.run("Have a subagent look up the magic number in facts.txt for me.")
+    assert not started(events) and not calls(events)
+    assert await _fact_values() == []
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is nothing the user's words" in told
+
+
 async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_again(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["memory_save", "todo"])
     for _ in range(2):
