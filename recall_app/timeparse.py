@@ -139,7 +139,7 @@ _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<
 # that go on a sentence after an adverb, or a determiner goes before it), nor a limit ("at most once a day").
 # Not "bi-weekly", "twice-daily".
 # Before a noun, the word is a repeat only where the noun is a thing a recall is ("an hourly reminder", "set
-# up daily alarms"): "a daily summary" is a kind of report, which a request may want once; and not after a
+# up daily alarms", "an hourly recurring reminder"): "a daily summary" is a kind of report, which a request may want once; and not after a
 # word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
 _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"  # one already there
 _SAID_RATE_RE = re.compile(
@@ -150,7 +150,8 @@ _SAID_RATE_RE = re.compile(
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
-    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
+    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
+    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
 # A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
 # not one already there ("cancel the 10-minute reminder").
 _SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
