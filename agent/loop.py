@@ -354,7 +354,7 @@ class Agent:
                 # grammar, a tool (not one withheld) or none; none answers again. Nobody saw the answer: a
                 # refusal is held while streaming, and so is an answer to a doubt's note.
                 state.reconsidered = True
-                log.info("answer_reconsidered", reason=why)
+                log.info("answer_reconsidered", reason=why, answer=decision.content[:200])
                 again = await self._decide_again(turn, messages, plan, state, registry,
                                                  contradicted=(call.text, RECONSIDER.format(why=why)), none=True)
                 if again is STOPPED:
@@ -489,7 +489,7 @@ class Agent:
                     why = None  # told, it answered about the file again without reading it: replaced below
                 if why and self._may_retry(turn, state):
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
-                    log.info("answer_retried", reason=why)
+                    log.info("answer_retried", reason=why, answer=decision.content[:200])
                     state.answer_retried = True
                     state.force_answer = True
                     continue
