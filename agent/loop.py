@@ -28,6 +28,7 @@ from agent.aids import (
     Decision,
     LoopState,
     asked,
+    file_left_out,
     held_words,
     instruction_openers,
     interpret,
@@ -640,7 +641,8 @@ class Agent:
         doubt = getattr(registry, "doubt", None)  # a ToolSet from before the port had it knows no doubts
         if call is None or doubt is None:
             return None
-        return doubt(call.name, call.arguments, _said(turn, state))
+        said = _said(turn, state)
+        return doubt(call.name, call.arguments, said) or file_left_out(call, said, turn.history[state.start:])
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
