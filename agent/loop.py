@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from agent.aids import (
     DOUBTED,
     GUESSED,
     NOT_RUN,
+    QUOTED,
     REPEATED,
     Decision,
     LoopState,
@@ -920,12 +920,7 @@ def _steering(turn: Turn, state: LoopState) -> tuple[str, ...]:
     """What a call's argument must not copy of Navi's own words: its fixed steering (``aids.steering``) and the
     notes it wrote to the model in this turn (the 0.5B set a todo step "Not run: the fact 'boreas' is nothing
     the user's words … say" for "Remind me every hour to drink water.", from the note of its doubted fact)."""
-    return (*steering(), *(_QUOTED.sub(" … ", m.content or "") for m in notes(turn.history[state.start:])))
-
-
-# What a note quotes (the doubted call's own value, the user's words) is no steering: a call made again may
-# repeat it (the fact told in an earlier message, saved when the call is made again).
-_QUOTED = re.compile(r"""(?<=[\s(])(?:'[^'\n]*'|"[^"\n]*")(?=[\s,.;:)!?]|$)""")
+    return (*steering(), *(QUOTED.sub(" … ", m.content or "") for m in notes(turn.history[state.start:])))
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:

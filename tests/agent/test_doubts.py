@@ -78,6 +78,19 @@ async def test_a_second_guess_and_the_model_answers_without_tools(agent_env, set
     assert not any("planets" in str(m["content"]) for m in answer)
 
 
+async def test_an_answer_in_the_words_of_the_question_a_note_quoted_is_shown(agent_env, settings) -> None:
+    # The 1.5B's "The boiling point of water in Fahrenheit is 212 degrees." took seven words of the question,
+    # which the note of its doubted read quoted: judged twice as Navi's instruction repeated, the user got "I
+    # could not produce an answer" (round 19). What a note quotes is the user's, not Navi's.
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="/usr/share/dict/words"))
+    agent_env.fake.script(text="The boiling point of water in Fahrenheit is 212 degrees.")
+    events = await agent_env.run("What is the boiling point of water in Fahrenheit?")
+    assert not started(events)
+    assert events[-1]["content"] == "The boiling point of water in Fahrenheit is 212 degrees." == shown(events)
+    assert len(agent_env.requests()) == 2
+
+
 async def test_a_request_whose_calls_were_all_doubted_is_answered_with_navis_notes_in_view(agent_env, settings) -> None:
     # Not a question: asked to do something, with the notes left out, the 0.5B made up that it was done ("The
     # plumber is called, and the invoice has been paid."; round 18). The notes stay, and so does the order.
