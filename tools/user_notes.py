@@ -14,7 +14,15 @@ from django.conf import settings
 
 from agent.ctx import current_user_id
 from agent.ports import SUMMARY, Doubt
-from tools_app.base import QUESTION_STORED, ToolError, ToolResult, content_words, takes_a_word, the_question
+from tools_app.base import (
+    QUESTION_STORED,
+    ToolError,
+    ToolResult,
+    content_words,
+    takes_a_word,
+    the_question,
+    the_whole_message,
+)
 from tools_app.fileio import atomic_write_json, path_lock
 
 name = "user_notes"
@@ -132,11 +140,18 @@ async def execute(params: dict) -> ToolResult:
 def doubt(params: dict, request: str) -> Doubt | None:
     """A note that is the user's question itself (``the_question``) is nothing they asked to keep; nor, held
     loosely, is a note that takes no word or number of the user's words, as with a fact or a todo list: the
-    1.5B noted "Hello! I'm here to help." for "Hi there! Hope all is well." (round 18). Advisory: a note of
-    something said in an earlier message ("Note that down.") is added when the call is made again."""
+    1.5B noted "Hello! I'm here to help." for "Hi there! Hope all is well." (round 18); nor, loosely, a note
+    that is the user's whole message (``the_whole_message``: no word of it is left to ask for a note; round 19).
+    Advisory: a note of something said in an earlier message ("Note that down.") is added when the call is made
+    again."""
     text = str(params.get("text") or "") if params.get("action") == "add" else ""
     if the_question(text, request):
         return Doubt(reason=QUESTION_STORED.format(what=f"The note {text[:160]!r}"), answer=True)
+    if text and the_whole_message([text], request):
+        return Doubt(reason=f"the note {text[:120]!r} is the user's whole message ({request[:160]!r}), and nothing in "
+                            "it asks for a note, so it was not added. Note only what the user asks you to note; "
+                            "otherwise answer them.",
+                     answer=True, repeated_runs=True)
     if not request.strip() or not content_words(text) or takes_a_word(text, request):
         return None
     return Doubt(reason=f"the note {text[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it was "

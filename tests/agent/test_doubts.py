@@ -1113,7 +1113,8 @@ async def test_a_note_made_again_of_the_users_words_after_its_doubt_is_confirmed
     agent_env = bundled
     await constrained(agent_env, enabled_tools=["user_notes", "todo"])
     agent_env.fake.script(text=as_text("user_notes", action="add", text="Hello! I'm here to help."))
-    agent_env.fake.script(text=as_text("user_notes", action="add", text="Hi there! Hope all is well."))
+    # A part of the greeting: the whole of it is doubted on its own (round 19, ``the_whole_message``).
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="All is well."))
     agent_env.fake.script(text='{"tool": "none"}')
     agent_env.fake.script(text="Hi! All is well, thanks. What can I do for you?")
     events = await agent_env.run("Hi there! Hope all is well.")
@@ -1319,3 +1320,45 @@ def test_which_calls_leave_out_the_file_the_user_named() -> None:
     after_a_read = [ChatMessage(role="assistant", content="", tool_calls=[read]),
                     ChatMessage(role="tool", content="milk", tool_call_id="c0")]
     assert file_left_out(note, request, after_a_read) is None  # an earlier call of the turn dealt with it
+
+
+async def test_a_greeting_noted_whole_is_not_added_and_the_model_answers(bundled, settings) -> None:
+    # The 1.5B noted "Hi! Good to have you around." for "Hi hi! Good to have you around." in every run of round 19:
+    # the note takes the user's words, all of them, so nothing in the message asked for it.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Hi! Good to have you around.",
+                                       tags=["greeting"]))
+    agent_env.fake.script(text="Hi! Good to be here. What can I do for you?")
+    events = await agent_env.run("Hi hi! Good to have you around.")
+    assert not started(events) and not calls(events) and _note_texts(settings) == []
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is the user's whole message" in told
+    assert events[-1]["content"] == "Hi! Good to be here. What can I do for you?"
+
+
+async def test_a_request_listed_whole_as_a_todo_step_is_not_set(bundled, settings) -> None:
+    # The 0.5B listed "Write my shopping list to shopping.txt: milk, eggs, bread." as a todo step (round 19).
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=as_text("todo", action="set",
+                                       steps=["Write my shopping list to shopping.txt: milk, eggs, bread."]))
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text="I wrote milk, eggs and bread to shopping.txt.")
+    events = await agent_env.run("Write my shopping list to shopping.txt: milk, eggs, bread.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("filesystem", True)]
+    assert not _todo_steps(agent_env)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "are the user's whole message" in told
+
+
+def test_what_keeps_the_users_whole_message() -> None:
+    from tools_app.base import the_whole_message
+
+    assert the_whole_message(["Hi! Good to have you around."], "Hi hi! Good to have you around.")
+    assert the_whole_message(["buy stamps", "post the letters"], "Buy stamps and post the letter.")
+    assert the_whole_message(["note", "call the plumber"], "earlier words\nNote: call the plumber")  # any message
+    # A request to keep something has words the kept text leaves out; a message of no word compares nothing.
+    assert not the_whole_message(["invoice 2025, must call the plumber."], "Add a quick note: invoice 2025, must call the plumber.")
+    assert not the_whole_message(["Buy stamps", "Post the letter"], "Make a todo list: buy stamps, post the letter.")
+    assert not the_whole_message(["Hello!"], "Hi!") and not the_whole_message([], "Hi there, friend")

@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from agent.ports import SUMMARY, Doubt
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
+from tools_app.base import (
+    QUESTION_STORED,
+    Tool,
+    ToolError,
+    ToolResult,
+    content_words,
+    takes_a_word,
+    the_question,
+    the_whole_message,
+)
 from tools_app.builtins_meta.session_files import profile_attr, require_session, state_dir
 from tools_app.fileio import atomic_write_json, locked_update, path_lock, read_json
 
@@ -143,7 +152,9 @@ class TodoTool(Tool):
         """A step that is the user's question itself (``the_question``) is no step of theirs; nor, held loosely,
         is a list none of whose steps takes a word or number of the user's words: the 0.5B set "Create a new
         note. Add some details about the note." for a fact to keep, and an earlier task's words for a helper's
-        (round 15). Advisory: a plan of the model's own making ("Plan my week") is set when it calls again."""
+        (round 15); nor, loosely, steps that are the user's whole message (``the_whole_message``: the request
+        listed instead of done; round 19). Advisory: a plan of the model's own making ("Plan my week") is set when
+        it calls again."""
         steps = params.get("steps") if params.get("action") == "set" else None
         if not isinstance(steps, list):
             return None
@@ -151,6 +162,11 @@ class TodoTool(Tool):
         asked = next((s for s in titles if the_question(s, request)), None)
         if asked:
             return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True)
+        if titles and the_whole_message(titles, request):
+            return Doubt(reason=f"the steps {' / '.join(titles)[:160]!r} are the user's whole message "
+                                f"({request[:160]!r}), and nothing in it asks for a list, so the list was not set. "
+                                "Do what the message asks; set a list only when the user asks for one.",
+                         answer=True, repeated_runs=True)
         if (not content_words(request) or not any(content_words(s) for s in titles)
                 or any(takes_a_word(s, request) for s in titles)):
             return None  # nothing to compare (steps "a" and "b"; a request of no word), or a step in the user's words
