@@ -15,7 +15,6 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from recall_app.timeparse import said_times
 from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, takes_a_word, the_question
 
 MAX_RESULTS = 20
@@ -156,20 +155,10 @@ class MemorySaveTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A fact that takes no word or number of the user's words is no fact they told: the 0.5B saved
         "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an
-        earlier message ("Remember that.") is saved when the call is made again. So too, a fact that says a
-        time counted from now (``said_times``: "in 3 minutes"), which stays true only until then."""
+        earlier message ("Remember that.") is saved when the call is made again."""
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
-        later = said_times(value).once
-        if later:
-            # A time counted from now ("in 3 minutes") is wrong by the next session: no lasting fact, but
-            # something due (the 0.5B saved "Stretch your legs in 3 minutes." for a reminder, and read it back
-            # in later sessions; round 19). Advisory: a call made again saves it.
-            return Doubt(reason=f"the fact {value[:120]!r} says a time counted from now ({later[0][0]!r}), which is "
-                                "wrong by the next conversation, so it was not saved. Save only what stays true; "
-                                "for something due at a time, set a reminder.",
-                         answer=True, repeated_runs=True)
         if not request.strip() or not value.strip() or takes_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "

@@ -1001,31 +1001,6 @@ async def test_a_fact_that_shares_only_little_words_with_the_request_is_not_save
     assert told.startswith("Not run: ") and "is nothing the user's words" in told
 
 
-async def test_a_fact_of_a_time_from_now_is_not_saved_and_the_reminder_is_set(agent_env) -> None:
-    # The 0.5B saved "Stretch your legs in 3 minutes." as a fact for a reminder, and later sessions read it back
-    # as something it had been told to do (round 19).
-    await constrained(agent_env, enabled_tools=["memory_save", "schedule_recall"])
-    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="stretch",
-                                       value="Stretch your legs in 3 minutes."))
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
-                                       additional_context_message="Remind the user to stretch their legs."))
-    agent_env.fake.script(text="I'll remind you in 3 minutes to stretch your legs.")
-    events = await agent_env.run("Please remind me to stretch my legs in 3 minutes.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
-    assert await _fact_values() == []
-    told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "a time counted from now ('in 3 minutes')" in told
-    assert events[-1]["content"] == "I'll remind you in 3 minutes to stretch your legs."
-
-
-async def test_a_fact_of_a_habit_is_saved_at_once(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["memory_save"])
-    agent_env.fake.script(text=as_text("memory_save", category="personal", key="running", value="runs every morning"))
-    agent_env.fake.script(text="Noted: you run every morning.")
-    await agent_env.run("Remember that I go running every morning.")
-    assert await _fact_values() == ["runs every morning"] and len(agent_env.requests()) == 2
-
-
 async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_again(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["memory_save", "todo"])
     for _ in range(2):
