@@ -33,9 +33,7 @@ None of them looks at the wording of a request: they act on what the model did.
   reminder "in 3 minutes" set for 17:00, or to run now) is set as the words say, when they say it
   exactly (the tool's ``fix``), else written again under the schema, told why; and for any tool,
   optional numbers and optional choices (enumerated values) the user did not say are left to their
-  defaults (``decide.without_unsaid_options``); and, held loosely, a first call of the turn that leaves out
-  every file the user's words name (``file_left_out``: a note of "milk, eggs, bread" for "Write my shopping
-  list to shopping.txt: …");
+  defaults (``decide.without_unsaid_options``);
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, a tool
   call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is
   asked for once more; a second failure is replaced by an honest summary of what was
@@ -53,7 +51,7 @@ from typing import Any
 
 from agent.context import MEMORY_HEADER
 from agent.llm.base import ChatMessage, ToolCallRequest
-from agent.ports import LOOKUP, SUMMARY, WORDS, Doubt
+from agent.ports import LOOKUP, SUMMARY, WORDS
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
 from agent.textcalls import extract_text_tool_calls
 from agent.turn import Turn
@@ -697,35 +695,3 @@ def unread_note(files: Sequence[str]) -> str:
     """What a small model is told when it answered about files the user named without reading them."""
     listing = ", ".join(json.dumps(name, ensure_ascii=False) for name in files)
     return f"Not shown to the user: you have not read {listing} in this conversation. {NAMED_FILES_TAIL}"
-
-
-# A file's name as the user writes it: a name, a dot and an extension of two to five letters or digits that
-# starts with a letter ("shopping.txt", "docs/report.md", "notes.MD"); not a number ("3.5"), an abbreviation
-# ("e.g.", "Ph.D."), a web address's path or an e-mail's host (after "/" or "@").
-_FILE_NAME = re.compile(r"(?<![\w.@/-])(?:[\w-]+/)*([\w-]{2,}\.[a-z][a-z0-9]{1,4})(?![\w/@-])(?!\.\w)", re.IGNORECASE)
-
-
-def files_said(text: str) -> list[str]:
-    """The file names ``text`` writes (``_FILE_NAME``), lower case, once each, in order."""
-    return list(dict.fromkeys(name.lower() for name in _FILE_NAME.findall(text or "")))
-
-
-def file_left_out(call: ToolCallRequest, said: str, this_turn: Sequence[ChatMessage]) -> Doubt | None:
-    """The user's words name files and the call, the first of the turn to touch any of them, names none:
-    it does other work than what was asked (the 0.5B kept "I want to add the following items to my shopping
-    list" as a note for "Write my shopping list to shopping.txt: milk, eggs, bread.", and saved a fact for
-    "Have a subagent look up the magic number in facts.txt"). Held loosely: a call made again runs (after
-    a read, what comes of the file need not name it; a reminder about a file may say it otherwise)."""
-    names = files_said(said)
-    if not names:
-        return None
-    earlier = [json.dumps(c.arguments, ensure_ascii=False).lower() for m in this_turn if m.role == "assistant"
-               for c in m.tool_calls]
-    written = json.dumps(call.arguments, ensure_ascii=False).lower()
-    if any(name in text for name in names for text in (written, *earlier)):
-        return None
-    listed = " and ".join(repr(name) for name in names[:3])
-    return Doubt(reason=f"the user named {listed}, and this {call.name} call does not use "
-                        f"{'it' if len(names) == 1 else 'them'}, so it was not run. Call the tool that works on "
-                        "the file the user named, as they asked.",
-                 answer=True, repeated_runs=True)

@@ -28,7 +28,6 @@ from agent.aids import (
     Decision,
     LoopState,
     asked,
-    file_left_out,
     held_words,
     instruction_openers,
     interpret,
@@ -641,8 +640,7 @@ class Agent:
         doubt = getattr(registry, "doubt", None)  # a ToolSet from before the port had it knows no doubts
         if call is None or doubt is None:
             return None
-        said = _said(turn, state)
-        return doubt(call.name, call.arguments, said) or file_left_out(call, said, turn.history[state.start:])
+        return doubt(call.name, call.arguments, _said(turn, state))
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:

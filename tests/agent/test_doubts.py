@@ -1247,56 +1247,6 @@ def test_the_question(text, request_text, question) -> None:
     assert the_question(text, request_text) is question
 
 
-async def test_a_note_instead_of_the_file_the_user_named_is_not_added_and_the_file_is_written(bundled, settings) -> None:
-    # The 0.5B kept the shopping list as a note for "Write my shopping list to shopping.txt: …" (round 19).
-    agent_env = bundled
-    await constrained(agent_env, enabled_tools=["user_notes", "filesystem", "todo"])
-    agent_env.fake.script(text=as_text("user_notes", action="add", text="shopping list: milk, eggs, bread"))
-    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
-    agent_env.fake.script(text="I wrote milk, eggs and bread to shopping.txt.")
-    events = await agent_env.run("Write my shopping list to shopping.txt: milk, eggs, bread.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("filesystem", True)]
-    assert _note_texts(settings) == []
-    assert (Path(settings.SESSION_FILES_DIR) / agent_env.session_id / "shopping.txt").read_text() == "milk\neggs\nbread\n"
-    told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "the user named 'shopping.txt'" in told and "user_notes call" in told
-    assert events[-1]["content"] == "I wrote milk, eggs and bread to shopping.txt."
-
-
-async def test_a_call_that_leaves_out_the_named_file_runs_when_made_again(bundled, settings) -> None:
-    # A reminder or a list item may say the file otherwise ("the report"): told once, a call made again is
-    # confirmed, then runs.
-    agent_env = bundled
-    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
-    for _ in range(2):
-        agent_env.fake.script(text=as_text("user_notes", action="add", text="send the report to Bob on Monday"))
-    constrained_call(agent_env.fake, "user_notes", action="add", text="send the report to Bob on Monday")
-    agent_env.fake.script(text="Noted: send the report to Bob on Monday.")
-    events = await agent_env.run("Note: send report.pdf to Bob on Monday.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
-    assert _note_texts(settings) == ["send the report to Bob on Monday"]
-
-
-def test_which_calls_leave_out_the_file_the_user_named() -> None:
-    from agent.aids import file_left_out, files_said
-    from agent.llm.base import ChatMessage, ToolCallRequest
-
-    assert files_said("Open docs/report.MD, then notes.txt and notes.txt again") == ["report.md", "notes.txt"]
-    for text in ("e.g. a Ph.D. thesis", "pi is 3.14", "see https://example.com/page.html", "mail bob@example.org",
-                 "Hello :)", "What is 2.5 times 3?"):
-        assert files_said(text) == [], text
-    note = ToolCallRequest(id="c1", name="user_notes", arguments={"action": "add", "text": "milk, eggs, bread"})
-    request = "Write my shopping list to shopping.txt: milk, eggs, bread."
-    assert file_left_out(note, request, []) is not None
-    assert file_left_out(note, "Note: milk, eggs, bread.", []) is None  # no file named
-    about = ToolCallRequest(id="c2", name="user_notes", arguments={"action": "add", "text": "Shopping.txt: milk"})
-    assert file_left_out(about, request, []) is None  # the call names it
-    read = ToolCallRequest(id="c0", name="filesystem", arguments={"action": "read", "path": "shopping.txt"})
-    after_a_read = [ChatMessage(role="assistant", content="", tool_calls=[read]),
-                    ChatMessage(role="tool", content="milk", tool_call_id="c0")]
-    assert file_left_out(note, request, after_a_read) is None  # an earlier call of the turn dealt with it
-
-
 async def test_a_greeting_noted_whole_is_not_added_and_the_model_answers(bundled, settings) -> None:
     # The 1.5B noted "Hi! Good to have you around." for "Hi hi! Good to have you around." in every run of round 19:
     # the note takes the user's words, all of them, so nothing in the message asked for it.

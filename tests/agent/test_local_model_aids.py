@@ -276,11 +276,9 @@ async def test_told_once_a_second_unread_answer_gets_the_read_made(agent_env) ->
 
 async def test_a_call_about_something_else_has_not_read_the_named_file(agent_env) -> None:
     """The 0.5B's helper, asked to read facts.txt, got the time (or searched the notes) and answered with that: a call whose arguments
-    do not name the file did not read it, so the answer is held and the model may still read. (With the doubts
-    on, such a call is not run at all: ``aids.file_left_out``.)"""
+    do not name the file did not read it, so the answer is held and the model may still read."""
     _workspace(agent_env.session_id)
-    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"],
-                                local_model_aids_off=["doubts"])
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
     agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "read"}}))
     agent_env.fake.script(text="Your todo list is empty.")
     agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
