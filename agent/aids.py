@@ -384,8 +384,8 @@ your yours""".split())
 # English function words of three letters, and the stems contractions leave ("don't" reads "don", "t"): words of
 # three letters count for ``tools_app.base.content_words``, where "the" and "for" made any fact in a sentence
 # take a word of any request (round 19).
-SHORT_FUNCTION_WORDS = frozenset("""all and any are but can did don doesn for had has her him his how isn its let may
-nor not off our out own per she the too via was who why won yet you""".split())
+SHORT_FUNCTION_WORDS = frozenset("""all and any are but can did don doesn for had has her him his how isn its let nor
+not off our out own per she the too via was why yet you""".split())
 _COMMON = FUNCTION_WORDS | {"done", "finished", "completed", "success", "successful", "successfully"}
 # Function words, and words that say only that something went well ("Done." after the 1.5B set a todo list; a
 # todo result reads "(0/2 done)", which made the bare word look like news)

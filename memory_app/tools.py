@@ -15,7 +15,7 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, takes_a_word, the_question
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
 
 MAX_RESULTS = 20
 
@@ -159,7 +159,7 @@ class MemorySaveTool(Tool):
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
-        if not request.strip() or not value.strip() or takes_a_word(value, request):
+        if not request.strip() or not content_words(value) or takes_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",

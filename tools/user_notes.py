@@ -147,7 +147,7 @@ def doubt(params: dict, request: str) -> Doubt | None:
     text = str(params.get("text") or "") if params.get("action") == "add" else ""
     if the_question(text, request):
         return Doubt(reason=QUESTION_STORED.format(what=f"The note {text[:160]!r}"), answer=True)
-    if text and the_whole_message([text], request):
+    if text and the_whole_message(text, request):
         return Doubt(reason=f"the note {text[:120]!r} is the user's whole message ({request[:160]!r}), and nothing in "
                             "it asks for a note, so it was not added. Note only what the user asks you to note; "
                             "otherwise answer them.",

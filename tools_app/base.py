@@ -97,19 +97,16 @@ def the_question(text: str, request: str) -> bool:
                                   for line in request.splitlines())
 
 
-def the_whole_message(values: list[str], request: str) -> bool:
-    """``values`` (what a call would keep: a note, a list's steps) take every word of one of the user's messages
-    of this turn (``request``, one per line; words as ``takes_a_word`` compares them): the whole message is kept,
-    so no word of it is left to ask for the keeping. The 1.5B noted "Hi! Good to have you around." for "Hi hi!
-    Good to have you around." in every run of round 19, and the 0.5B listed "Write my shopping list to
-    shopping.txt: milk, eggs, bread." as a todo step. A note of "Note down: call the plumber" in full is one
-    too; the loose doubt that follows costs it a confirmation."""
-    kept = {w if w.isdigit() else w[:4] for value in values for w in content_words(value)}
-    for line in request.splitlines():
-        said = {w if w.isdigit() else w[:4] for w in content_words(line)}
-        if said and said <= kept:
-            return True
-    return False
+def the_whole_message(value: str, request: str) -> bool:
+    """``value`` (what a call would keep: a note, one todo step) takes every word of what the user said in this
+    turn (``request``; words as ``takes_a_word`` compares them): the whole request is kept, so no word of it is
+    left to ask for the keeping. The 1.5B noted "Hi! Good to have you around." for "Hi hi! Good to have you
+    around." in every run of round 19, and the 0.5B listed "Write my shopping list to shopping.txt: milk, eggs,
+    bread." as one todo step. A list in the user's lines ("Here's my todo list:\n- buy milk\n- call mom") or a
+    plan of several steps ("Read report.txt", "Summarize it") keeps no one value of it all; a note of "Note down:
+    call the plumber" in full does, and the loose doubt that follows costs it a confirmation."""
+    said = {w if w.isdigit() else w[:4] for w in content_words(request)}
+    return bool(said) and said <= {w if w.isdigit() else w[:4] for w in content_words(value)}
 
 
 _NOT_CONTENT = FUNCTION_WORDS | SHORT_FUNCTION_WORDS

@@ -1001,6 +1001,18 @@ async def test_a_fact_that_shares_only_little_words_with_the_request_is_not_save
     assert told.startswith("Not run: ") and "is nothing the user's words" in told
 
 
+async def test_a_fact_of_only_little_words_is_saved_at_once(agent_env) -> None:
+    # "she/her" has no word the doubt compares (three-letter function words are left out since round 19): nothing
+    # to judge, as for a note or a todo list.
+    await constrained(agent_env, enabled_tools=["memory_save"])
+    agent_env.fake.script(text=as_text("memory_save", category="personal", key="pronouns", value="she/her"))
+    agent_env.fake.script(text="I'll remember that your pronouns are she/her.")
+    events = await agent_env.run("Remember my pronouns are she/her.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
+    assert await _fact_values() == ["she/her"]
+    assert not any("Not run:" in str(m["content"]) for m in agent_env.requests()[1]["messages"])
+
+
 async def test_a_fact_from_an_earlier_message_is_saved_when_the_call_is_made_again(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["memory_save", "todo"])
     for _ in range(2):
@@ -1274,16 +1286,20 @@ async def test_a_request_listed_whole_as_a_todo_step_is_not_set(bundled, setting
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("filesystem", True)]
     assert not _todo_steps(agent_env)
     told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "are the user's whole message" in told
+    assert told.startswith("Not run: ") and "is the user's whole message" in told
 
 
 def test_what_keeps_the_users_whole_message() -> None:
     from tools_app.base import the_whole_message
 
-    assert the_whole_message(["Hi! Good to have you around."], "Hi hi! Good to have you around.")
-    assert the_whole_message(["buy stamps", "post the letters"], "Buy stamps and post the letter.")
-    assert the_whole_message(["note", "call the plumber"], "earlier words\nNote: call the plumber")  # any message
-    # A request to keep something has words the kept text leaves out; a message of no word compares nothing.
-    assert not the_whole_message(["invoice 2025, must call the plumber."], "Add a quick note: invoice 2025, must call the plumber.")
-    assert not the_whole_message(["Buy stamps", "Post the letter"], "Make a todo list: buy stamps, post the letter.")
-    assert not the_whole_message(["Hello!"], "Hi!") and not the_whole_message([], "Hi there, friend")
+    assert the_whole_message("Hi! Good to have you around.", "Hi hi! Good to have you around.")
+    assert the_whole_message("Write my shopping list to shopping.txt: milk, eggs, bread.",
+                             "Write my shopping list to shopping.txt: milk, eggs, bread.")
+    # A request to keep something has words the kept text leaves out; so has a list in the user's lines, and a
+    # plan whose steps share the request's words between them; a message of no word compares nothing.
+    assert not the_whole_message("invoice 2025, must call the plumber.", "Add a quick note: invoice 2025, must call the plumber.")
+    assert not the_whole_message("Buy stamps", "Make a todo list: buy stamps, post the letter.")
+    assert not the_whole_message("WiFi password is hunter2", "Please add this to my notes:\nWiFi password is hunter2")
+    assert not the_whole_message("buy milk", "Here's my todo list:\n- buy milk\n- call mom\n- fix bike")
+    assert not the_whole_message("Read report.txt", "Summarize report.txt")
+    assert not the_whole_message("Hello!", "Hi!") and not the_whole_message("", "Hi there, friend")

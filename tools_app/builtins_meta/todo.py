@@ -152,7 +152,7 @@ class TodoTool(Tool):
         """A step that is the user's question itself (``the_question``) is no step of theirs; nor, held loosely,
         is a list none of whose steps takes a word or number of the user's words: the 0.5B set "Create a new
         note. Add some details about the note." for a fact to keep, and an earlier task's words for a helper's
-        (round 15); nor, loosely, steps that are the user's whole message (``the_whole_message``: the request
+        (round 15); nor, loosely, a step that is the user's whole message (``the_whole_message``: the request
         listed instead of done; round 19). Advisory: a plan of the model's own making ("Plan my week") is set when
         it calls again."""
         steps = params.get("steps") if params.get("action") == "set" else None
@@ -162,8 +162,9 @@ class TodoTool(Tool):
         asked = next((s for s in titles if the_question(s, request)), None)
         if asked:
             return Doubt(reason=QUESTION_STORED.format(what=f"The step {asked!r}"), answer=True)
-        if titles and the_whole_message(titles, request):
-            return Doubt(reason=f"the steps {' / '.join(titles)[:160]!r} are the user's whole message "
+        whole = next((s for s in titles if the_whole_message(s, request)), None)
+        if whole is not None:
+            return Doubt(reason=f"the step {whole[:160]!r} is the user's whole message "
                                 f"({request[:160]!r}), and nothing in it asks for a list, so the list was not set. "
                                 "Do what the message asks; set a list only when the user asks for one.",
                          answer=True, repeated_runs=True)
