@@ -97,18 +97,6 @@ def the_question(text: str, request: str) -> bool:
                                   for line in request.splitlines())
 
 
-def the_whole_message(value: str, request: str) -> bool:
-    """``value`` (what a call would keep: a note, one todo step) takes every word of what the user said in this
-    turn (``request``; words as ``takes_a_word`` compares them): the whole request is kept, so no word of it is
-    left to ask for the keeping. The 1.5B noted "Hi! Good to have you around." for "Hi hi! Good to have you
-    around." in every run of round 19, and the 0.5B listed "Write my shopping list to shopping.txt: milk, eggs,
-    bread." as one todo step. A list in the user's lines ("Here's my todo list:\n- buy milk\n- call mom") or a
-    plan of several steps ("Read report.txt", "Summarize it") keeps no one value of it all; a note of "Note down:
-    call the plumber" in full does, and the loose doubt that follows costs it a confirmation."""
-    said = {w if w.isdigit() else w[:4] for w in content_words(request)}
-    return bool(said) and said <= {w if w.isdigit() else w[:4] for w in content_words(value)}
-
-
 _NOT_CONTENT = FUNCTION_WORDS | SHORT_FUNCTION_WORDS
 
 
@@ -124,3 +112,20 @@ def takes_a_word(value: str, request: str) -> bool:
     said = content_words(request)
     stems = {w[:4] for w in said if not w.isdigit()}
     return any(w in said if w.isdigit() else w[:4] in stems for w in content_words(value))
+
+
+def _stems(text: str) -> set[str]:
+    """``text``'s content words as the doubts compare them: a number whole, a word by its first four letters."""
+    return {w if w.isdigit() else w[:4] for w in content_words(text)}
+
+
+def the_whole_message(value: str, request: str) -> bool:
+    """``value`` (what a call would keep: a note, one todo step) takes every word of what the user said in this
+    turn (``request``; words as ``takes_a_word`` compares them): the whole request is kept, so no word of it is
+    left to ask for the keeping. The 1.5B noted "Hi! Good to have you around." for "Hi hi! Good to have you
+    around." in every run of round 19, and the 0.5B listed "Write my shopping list to shopping.txt: milk, eggs,
+    bread." as one todo step. A list in the user's lines ("Here's my todo list:\n- buy milk\n- call mom") or a
+    plan of several steps ("Read report.txt", "Summarize it") keeps no one value of it all; a note of "Note down:
+    call the plumber" in full does, and the loose doubt that follows costs it a confirmation."""
+    said = _stems(request)
+    return bool(said) and said <= _stems(value)
