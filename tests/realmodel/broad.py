@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 26 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 28 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -22,7 +22,8 @@ in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasing
 ``FRESH7``) after round 14 had read fresh6, and round 16 **fresh8** (phrasings 19 and 20, in ``FRESH8``)
 after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in ``FRESH9``) after round 16
 had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9, and round 19
-**fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10. Distinctive values (codes, numbers,
+**fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10, and round 20 **fresh12** (phrasings
+27 and 28, in ``FRESH12``) after round 19 had read fresh11. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -123,9 +124,9 @@ class Task:
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
-         "fresh10", "fresh10", "fresh11", "fresh11")  # by phrasing index
+         "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11")
+          "fresh10", "fresh11", "fresh12")
 
 
 def _clock() -> float:
@@ -178,7 +179,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "Which ocean lies between Europe and North America?": ("atlantic",),
              # the eleventh fresh half (round 19)
              "What is the boiling point of water in Fahrenheit?": ("212",),
-             "Which country has the city of Rome as its capital?": ("italy",)}
+             "Which country has the city of Rome as its capital?": ("italy",),
+             # the twelfth fresh half (round 20)
+             "What is the chemical formula of water?": ("h2o", "h₂o"),
+             "How many planets are there in our solar system?": ("8", "eight")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -652,7 +656,33 @@ FRESH11: dict[str, tuple[str, str]] = {
                  "Could you get a helper agent to read facts.txt and report the magic number?"),
 }
 
-HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11)  # phrasings 5 and 6 on, in SPLIT's order
+# Round 20's held-out phrasings: fresh11 was read after round 19 reported it, so these were written,
+# and run once with round 19's code, before round 20 changed anything.
+FRESH12: dict[str, tuple[str, str]] = {
+    "greeting": ("Morning! Ready for a new day?", "Hey Navi, nice to see you."),
+    "plain_question": ("What is the chemical formula of water?", "How many planets are there in our solar system?"),
+    "date_time": ("Hey, what day is it today?", "What's the current time, please?"),
+    "read_file": ("Dig into project.txt and find me its codename.",
+                  "What's the codename written in project.txt? Read it and tell me."),
+    "file_question": ("Who put their name on report.txt as its author?",
+                      "Author of report.txt, please?"),
+    "write_file": ("Could you make a file shopping.txt with milk, eggs and bread on separate lines?",
+                   "Put milk, eggs and bread into a file shopping.txt, each on its own line."),
+    "note": ("Put this in a note: I need to ring the plumber about invoice {v}.",
+             "Note to self: plumber, invoice {v}, call them."),
+    "remember": ("Please remember my server goes by the name {v}.",
+                 "Just so you know for later: my server is {v}."),
+    "remind_once": ("Could you remind me to stretch my legs three minutes from now?",
+                    "Set a reminder, three minutes out, to stretch my legs."),
+    "remind_every": ("Drink water: remind me about it every hour.", "Could you ping me hourly so I drink water?"),
+    "todo": ("Add two to-dos: buy stamps and post the letter.",
+             "Set up a checklist for me with buy stamps and post the letter on it."),
+    "subagent": ("Send a helper agent to read facts.txt and bring back the magic number.",
+                 "Spin up a subagent to find out the magic number in facts.txt."),
+}
+
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
+            FRESH12)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
