@@ -42,6 +42,19 @@ REFUSALS = re.compile(r"\A\s*(i'?m sorry|i am sorry|sorry|i can(?:no|')t|i can n
                       re.IGNORECASE)
 
 
+# Navi's honest fallback when the model gave nothing usable (agent.aids.summary_of): honest, and no answer.
+# Passed before round 20 (the 1.5B answered "Hey Navi, nice to see you." with it).
+NO_ANSWER = re.compile(r"\A\s*I could not produce an answer", re.IGNORECASE)
+ECHO_WORDS = 4  # a message of this many words, shown back as the whole answer, is an echo
+
+
+def echoed(t: Turn) -> bool:
+    """The answer is the user's message itself, word for word (from round 20: both models answered "Morning!
+    Ready for a new day?" with those words). "Hi!" answered "Hi!" is a greeting returned, not an echo."""
+    said = re.findall(r"\w+", t.asked.lower())
+    return len(said) >= ECHO_WORDS and re.findall(r"\w+", t.final.lower()) == said
+
+
 def answered(t: Turn) -> str | None:
     """Why the answer the user saw is no answer (None: it is one)."""
     if t.end != "stream_end":
@@ -51,6 +64,10 @@ def answered(t: Turn) -> str | None:
         return "an empty answer"
     if REFUSALS.match(text):
         return "a refusal"
+    if NO_ANSWER.match(text):
+        return "Navi's own admission that it has no answer"
+    if echoed(t):
+        return "the user's message repeated back"
     if '"name"' in text and ('"arguments"' in text or '"parameters"' in text) or '"action"' in text:
         return "a raw tool call or decision"
     markup = SHOWN_CALL.search(t.shown)  # everything streamed to the user, before the tools ran included

@@ -51,6 +51,7 @@ class Env:
 class Turn:
     events: list[dict[str, Any]]
     seconds: float
+    asked: str = ""  # the user's message of this turn
 
     @property
     def end(self) -> str:
@@ -130,7 +131,7 @@ async def turn(env: Env, sid: str, text: str, *, stop_after_deltas: int | None =
             if stop_after_deltas is not None and not stopped and deltas >= stop_after_deltas:
                 await ws.send(json.dumps({"type": "stop"}))
                 stopped = True
-    return Turn(events=events, seconds=time.monotonic() - start)
+    return Turn(events=events, seconds=time.monotonic() - start, asked=text)
 
 
 def get(env: Env, path: str) -> Any:

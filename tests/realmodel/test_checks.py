@@ -1,0 +1,29 @@
+"""The broad suite's own checks of what the user saw (tests/realmodel/broad.py), with no model: a check
+that could not fail would let the benchmark report a non-answer as a success."""
+from __future__ import annotations
+
+from tests.realmodel.broad import answered
+from tests.realmodel.scenarios import Turn
+
+
+def _turn(asked: str, answer: str) -> Turn:
+    return Turn(events=[{"type": "stream_delta", "delta": answer}, {"type": "stream_end", "content": answer}],
+                seconds=1.0, asked=asked)
+
+
+def test_the_users_message_shown_back_is_no_answer() -> None:
+    assert answered(_turn("Morning! Ready for a new day?", "Morning! Ready for a new day?")) == \
+        "the user's message repeated back"
+    assert answered(_turn("Hey Navi, nice to see you.", "hey navi nice to see you")) is not None
+
+
+def test_a_greeting_returned_or_an_answer_in_the_requests_words_is_an_answer() -> None:
+    assert answered(_turn("Hi!", "Hi!")) is None  # a short greeting returned is a greeting
+    assert answered(_turn("Morning! Ready for a new day?", "Good morning! Ready when you are.")) is None
+    assert answered(_turn("What is the chemical formula of water?",
+                          "The chemical formula of water is H2O.")) is None
+
+
+def test_navis_fallback_is_no_answer() -> None:
+    shown = "I could not produce an answer this time. Please rephrase or try again."
+    assert answered(_turn("Hey Navi, nice to see you.", shown)) == "Navi's own admission that it has no answer"
