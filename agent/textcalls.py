@@ -28,8 +28,10 @@ only when ALL of these hold:
 4. there is no other code fence in the text (a ```python block next to the
    JSON means an explanation, not a call);
 5. the name is in ``known_tools``. A call-shaped object with another
-   identifier-like name sets ``unknown_tool`` instead (no call), so the agent
-   can tell the model which tools exist.
+   identifier-like name, or words as a name beside an arguments object
+   (``{"name": "file shopping.txt", "arguments": {...}}``), sets
+   ``unknown_tool`` instead (no call), so the agent can tell the model which
+   tools exist.
 
 Next to a recognised call, an object that names a known tool and has arguments but
 also keys a call does not have (the model's junk) is neither run nor shown, and
@@ -78,6 +80,9 @@ CALL_FENCE_LANGS = frozenset({"", "json", "json5", "tool_call", "tool_code", "to
 _FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL | re.IGNORECASE)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.\-]{0,63}$")
+# A call's name as a small model writes it: an identifier, or the user's words ("file shopping.txt", "note
+# down": the 0.5B, round 20 and issue 24); with only a call's keys and its arguments, still a call (of no tool).
+_CALL_NAME = re.compile(r"^[A-Za-z_][\w.\- ]{0,63}$")
 # Used with .match(): anchored at the start of a block / at the scan position.
 _ATTEMPT = re.compile(r'[\[\s]*\{\s*"(?:name|tool|tool_name)"\s*:\s*"([^"]{1,64})"')
 _NAME_KEY = re.compile(r'"(?:name|tool|tool_name)"\s*:')
@@ -329,8 +334,10 @@ def _call_shape(obj: Any) -> tuple[str, Any] | None:
         return None
     names = [obj[k] for k in NAME_KEYS if k in obj]
     args = [obj[k] for k in ARG_KEYS if k in obj]
-    if len(names) != 1 or len(args) > 1 or not isinstance(names[0], str) or not _IDENTIFIER.match(names[0]):
+    if len(names) != 1 or len(args) > 1 or not isinstance(names[0], str) or not _CALL_NAME.match(names[0]):
         return None
+    if not _IDENTIFIER.match(names[0]) and not isinstance(args[0] if args else None, dict):
+        return None  # words as a name, with no arguments object beside them: too weak a sign of a call
     if "type" in obj and obj["type"] not in ("function", "tool_call", "tool"):
         return None
     if not args:

@@ -240,3 +240,20 @@ def test_the_repair_never_picks_a_later_call() -> None:
 def test_only_result_keys_make_a_lone_object_a_call() -> None:
     text = '{"name": "get_time", "arguments": {"tz": "UTC"}, "validation": "done"}'
     assert extract_text_tool_calls(text, KNOWN, extra_keys_alone=True).calls == []
+
+
+def test_words_as_a_name_beside_arguments_are_a_call_of_no_tool() -> None:
+    """The 0.5B wrote its write as prose and a fenced call named after the user's words (round 20); shown as
+    the answer, the user read raw JSON. With its arguments object, it is an attempt (``unknown_tool``)."""
+    text = ("Certainly! Here's a file named `shopping.txt` with milk, eggs and bread on separate lines:\n\n```json\n"
+            '{\n  "name": "file shopping.txt",\n  "arguments": {\n    "content": "milk\\neggs\\nbread"\n  }\n}\n```\n\n'
+            "This file is stored in the session directory.")
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == [] and result.unknown_tool == "file shopping.txt"
+
+
+def test_words_as_a_name_without_arguments_are_data() -> None:
+    assert extract_text_tool_calls('{"name": "Alice Smith"}', KNOWN).unknown_tool is None
+    assert extract_text_tool_calls('{"name": "Alice Smith", "arguments": "none"}', KNOWN).unknown_tool is None
+    text = 'For example: {"name": "get the weather", "arguments": {"city": "Oslo"}}'  # an explanation
+    assert extract_text_tool_calls(text, KNOWN).unknown_tool is None
