@@ -107,6 +107,7 @@ class LoopState:
     # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)
+    retry_reason: str = ""  # why the answer was asked for again (``poor_answer``), said in the instruction
     reconsidered: bool = False  # an answer before any tool ran was decided again under the grammar (``_may_reconsider``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
@@ -314,9 +315,12 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "nothing of what the file says"
     if small and _misses_the_asked_line(stripped, this_turn, request, files):
         return "nothing of what was asked of the file"
-    if small and not streamed and this_turn and _echoes_request(stripped, asked):
-        return "the user's request repeated"
+    if small and not streamed and _echoes_request(stripped, asked):
+        return ECHOED
     return None
+
+
+ECHOED = "the user's request repeated"  # ``poor_answer``'s reason for an echo; no tool need have run (round 20)
 
 
 REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated whole in an answer, is an echo
@@ -521,7 +525,7 @@ def steering() -> tuple[str, ...]:
     """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
-    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
             TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 
@@ -574,12 +578,18 @@ RETRY_IN_WORDS = ("Answer the user's last message in a sentence or two, in plain
                   "Do not refuse and do not write a tool call.")
 
 
-def retry_instruction(this_turn: list[ChatMessage]) -> str:
+RETRY_ECHO = "Your last answer only repeated the user's message, so nobody saw it. "
+
+
+def retry_instruction(this_turn: list[ChatMessage], why: str = "") -> str:
     """What the model is told when its answer is asked for once more: after tools, to say what they did
-    or what went wrong; after only Navi's notes (no tool ran), to answer in words."""
+    or what went wrong; after only Navi's notes (no tool ran), to answer in words. An echo of the user's
+    message is named as such (``why``): told only to answer, both models had echoed a greeting again."""
     if successes(this_turn):
-        return RETRY_ANSWER
-    return RETRY_AFTER_FAILURE if results(this_turn) else RETRY_IN_WORDS
+        said = RETRY_ANSWER
+    else:
+        said = RETRY_AFTER_FAILURE if results(this_turn) else RETRY_IN_WORDS
+    return RETRY_ECHO + said if why == ECHOED else said
 
 
 _UNTRUSTED = re.compile(r"\A<untrusted(?:_data)?\b[^>]*>\n([^\n]*)\n(.*)\n</untrusted(?:_data)?>\Z", re.DOTALL)

@@ -21,6 +21,7 @@ from django.conf import settings
 from agent import ctx, gate, ports
 from agent.aids import (
     DOUBTED,
+    ECHOED,
     GUESSED,
     NOT_RUN,
     QUOTED,
@@ -320,7 +321,8 @@ class Agent:
             messages = (self._context(turn, without_doubted=not allow and only_doubted(turn, state))
                         + mech.injections(iteration, todo) + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
-                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:]))]
+                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:],
+                                                                                      state.retry_reason))]
             # With the aids on (or under constraints), text that may be a call written as JSON is held back
             # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
@@ -487,15 +489,17 @@ class Agent:
                 unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
                 if unread:
                     why = None  # told, it answered about the file again without reading it: replaced below
-                if why and self._may_retry(turn, state):
+                if why and self._may_retry(turn, state, why):
                     # A refusal or non-answer after tools did their work: ask once more (nothing was shown).
-                    log.info("answer_retried", reason=why, answer=decision.content[:200])
+                    log.info("answer_retried", reason=why, answer=(decision.content or call.text)[:200])
                     state.answer_retried = True
+                    state.retry_reason = why
                     state.force_answer = True
                     continue
                 if unread:  # what it says of the file would be made up
                     decision = Decision(calls=[], content=unread_answer(turn.named_files), replaced=True)
                 elif decision.replaced or (state.answer_retried and why):
+                    log.info("answer_replaced", reason=why, answer=(decision.content or call.text)[:200])
                     decision = Decision(calls=[], content=summary_of(this_turn), replaced=True)
                 queued = await _queued(turn)
                 async for ev in self._final(turn, call, decision, end=not queued):
@@ -577,12 +581,15 @@ class Agent:
         return (state.small and state.constrained and allow and state.on("answer_retry") and not state.reconsidered
                 and not results(turn.history[state.start:]))
 
-    def _may_retry(self, turn: Turn, state: LoopState) -> bool:
+    def _may_retry(self, turn: Turn, state: LoopState, why: str = "") -> bool:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
         after a failed call is no answer either: the user is owed what went wrong) or Navi told the model
-        something in this turn (its note is never the answer)."""
+        something in this turn (its note is never the answer), or a small model's answer only repeated the
+        user's message (``why``; both models answered "Morning! Ready for a new day?" with those words, no
+        tool needed; round 20)."""
         this_turn = turn.history[state.start:]
-        return state.on("answer_retry") and not state.answer_retried and bool(results(this_turn) or notes(this_turn))
+        return state.on("answer_retry") and not state.answer_retried and (
+            bool(results(this_turn) or notes(this_turn)) or state.small and why == ECHOED)
 
     async def _constrained(self, turn: Turn, model: str) -> bool:
         """Whether this turn's decisions are generated under a schema (agent.decide).

@@ -75,6 +75,23 @@ async def test_a_call_of_a_tool_that_does_not_exist_is_generated_again_under_the
     assert agent_env.fake.schema_of(answer) is None
 
 
+async def test_a_call_named_in_the_users_words_after_prose_is_generated_again_never_shown(agent_env, settings) -> None:
+    """The 0.5B answered "Could you make a file shopping.txt with milk, eggs and bread on separate lines?" with
+    prose and a fenced call of "file shopping.txt" (round 20): the user read the JSON and no file was written."""
+    await constrained(agent_env)
+    agent_env.fake.script(text=(
+        "Certainly! Here's a file named `shopping.txt` with milk, eggs and bread on separate lines:\n\n```json\n"
+        '{\n  "name": "file shopping.txt",\n  "arguments": {\n    "content": "milk\\neggs\\nbread"\n  }\n}\n```\n\n'
+        "This file is stored in the session directory."))
+    constrained_call(agent_env.fake, "filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n")
+    agent_env.fake.script(text="I wrote milk, eggs and bread to shopping.txt.")
+    events = await agent_env.run("Could you make a file shopping.txt with milk, eggs and bread on separate lines?")
+    assert [(tool, args.get("path"), ok) for tool, args, ok in calls(events)] == [("filesystem", "shopping.txt", True)]
+    assert (Path(settings.SESSION_FILES_DIR) / agent_env.session_id / "shopping.txt").read_text() == "milk\neggs\nbread\n"
+    assert '"name"' not in shown(events) and "```" not in shown(events)
+    assert events[-1]["content"] == "I wrote milk, eggs and bread to shopping.txt."
+
+
 async def test_invalid_arguments_are_generated_again_under_the_schema(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text=as_text("todo", action="explode"))
@@ -223,6 +240,38 @@ async def test_a_request_repeated_twice_becomes_an_honest_summary(agent_env) -> 
     final = events[-1]["content"]
     assert "collect the parcel" in final and "water the garden" in final and "Could you" not in final
     assert shown(events) == final
+
+
+async def test_a_greeting_answered_with_the_greeting_itself_is_asked_for_again_in_words(agent_env) -> None:
+    """Both models answered "Morning! Ready for a new day?" with those words, no tool needed (round 20):
+    held while streaming, then asked for once more, told what was wrong."""
+    await constrained(agent_env)
+    agent_env.fake.script(text="Morning! Ready for a new day?")
+    agent_env.fake.script(text="Good morning! I'm ready. What shall we start with?")
+    with capture_logs() as logs:
+        events = await agent_env.run("Morning! Ready for a new day?")
+    assert events[-1]["content"] == "Good morning! I'm ready. What shall we start with?" == shown(events)
+    assert calls(events) == []
+    told = agent_env.fake.chat_requests[-1].json["messages"][-1]["content"]
+    assert told.startswith("Your last answer only repeated the user's message")
+    assert [e["reason"] for e in logs if e["event"] == "answer_retried"] == ["the user's request repeated"]
+
+
+async def test_a_greeting_echoed_twice_is_not_shown(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="Hey Navi, nice to see you.")
+    agent_env.fake.script(text="Hey Navi, nice to see you!")
+    events = await agent_env.run("Hey Navi, nice to see you.")
+    assert "nice to see you" not in shown(events).lower()
+    assert events[-1]["content"] == shown(events) and events[-1]["content"].startswith("I could not produce an answer")
+
+
+async def test_a_short_greeting_returned_is_an_answer(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="Hello there!")
+    events = await agent_env.run("Hello there!")
+    assert events[-1]["content"] == "Hello there!" == shown(events)
+    assert len(agent_env.fake.chat_requests) == 1
 
 
 def test_only_a_whole_message_repeated_from_a_sentence_start_is_an_echo() -> None:
