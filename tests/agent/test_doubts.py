@@ -946,6 +946,35 @@ async def test_a_reminder_at_a_time_nobody_said_is_not_set_and_the_model_does_wh
     assert events[-1]["content"] == "Noted: call the plumber about invoice 2567."
 
 
+async def test_a_note_set_as_an_immediate_recall_is_not_scheduled_and_the_note_is_added(bundled) -> None:
+    # The 0.5B set "Put this in a note: I need to ring the plumber about invoice 8907." as a recall to run
+    # at once (fresh12, round 20): no note was kept.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["schedule_recall", "user_notes", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="immediate",
+                                       additional_context_message="I need to ring the plumber about invoice 8907."))
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Ring the plumber about invoice 8907."))
+    agent_env.fake.script(text="Noted: ring the plumber about invoice 8907.")
+    events = await agent_env.run("Put this in a note: I need to ring the plumber about invoice 8907.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert await _recall(agent_env) is None
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "no recall was scheduled" in told and "in the background" in told
+
+
+async def test_background_work_confirmed_after_the_doubt_runs_now(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    args = {"call_type": "immediate", "additional_context_message": "Summarise the build logs in logs/ for the user."}
+    agent_env.fake.script(text=as_text("schedule_recall", **args))
+    agent_env.fake.script(text=as_text("schedule_recall", **args))
+    constrained_call(agent_env.fake, "schedule_recall", **args)  # confirmed under the grammar
+    agent_env.fake.script(text="I'll go through the build logs in the background and tell you what I find.")
+    events = await agent_env.run("Go through the build logs in the background and sum them up for me.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    recall = await _recall(agent_env)
+    assert recall is not None and recall.call_type == "immediate"
+
+
 async def test_a_reminder_without_a_time_made_again_after_the_doubt_is_set(agent_env) -> None:
     # "to call mom" may answer "What should I remind you of at 5pm?": the time was said before this message.
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
