@@ -717,7 +717,10 @@ class Agent:
                 return None
             if turn.stop_event.is_set():
                 return StepDecision()
-            step = parse_decision(text, plan.every, turn.goal, _steering(turn, state))
+            # Nor what this request told it (the 0.5B, told to confirm its recall, wrote the instruction "Call
+            # schedule_recall only if the user's words ne…"; round 20).
+            told = (QUOTED.sub(" … ", contradicted[1]),) if contradicted is not None else ()
+            step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
                 return StepDecision(call=_fixed([step.call], found)[0])

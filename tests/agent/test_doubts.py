@@ -975,6 +975,25 @@ async def test_background_work_confirmed_after_the_doubt_runs_now(agent_env) -> 
     assert recall is not None and recall.call_type == "immediate"
 
 
+async def test_a_confirmed_call_may_not_copy_the_instruction_that_asked_for_it(agent_env) -> None:
+    # Told to confirm its recall, the 0.5B wrote that instruction into the recall's own (fresh12, round 20).
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 2 hours",
+                                           additional_context_message="Remind the user to call mom."))
+    copied = ("Call schedule_recall only if the user's words need it; else choose none and answer in words.")
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 2 hours",
+                     additional_context_message=copied)
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 2 hours",
+                     additional_context_message="Remind the user to call mom.")
+    agent_env.fake.script(text="I'll remind you to call mom in 2 hours.")
+    events = await agent_env.run("to call mom")
+    assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
+        ("schedule_recall", "Remind the user to call mom.", True)]
+    repair = agent_env.requests()[-2]["messages"][-1]["content"]
+    assert "repeats a tool's description or an instruction you were given" in repair
+
+
 async def test_a_reminder_without_a_time_made_again_after_the_doubt_is_set(agent_env) -> None:
     # "to call mom" may answer "What should I remind you of at 5pm?": the time was said before this message.
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
