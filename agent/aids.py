@@ -379,9 +379,7 @@ def result_openers(this_turn: Sequence[ChatMessage]) -> tuple[str, ...]:
     return tuple(first[:24] for first in _result_openings(this_turn))
 
 
-# 24 since round 20 (16 before): after a reminder was set, the 1.5B's "Sure, I can help you with that. Could you
-# please tell me what time it is now?" (17 words) was shown. Held while streaming, as long as that.
-SHORT_ANSWER_WORDS = 24
+SHORT_ANSWER_WORDS = 16
 # Words too common to show that an answer speaks of a result.
 # English function words of four letters or more.
 FUNCTION_WORDS = frozenset("""about after again also been before being could does from have here into just like make

@@ -304,9 +304,6 @@ def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> Non
     assert poor_answer("Sure, I can help you with that. Let me know what you need.", turn,
                        small=True) == "nothing of what was done"
     assert poor_answer("I'm ready to help!", turn) is None  # a model calling tools natively words its own answer
-    # 17 words, none of what was done: the 1.5B, after a reminder was set (round 20).
-    assert poor_answer("Sure, I can help you with that. Could you please tell me what time it is now?", turn,
-                       small=True) == "nothing of what was done"
     for fine in ("Your list has two steps.", "Added: buy stamps, then post the letter.", "Done: 2 steps.",
                  "I made the checklist you asked for; the first item is the stamps, and after that comes the "
                  "letter, which you still need to take to the post office."):  # long: the model's to word
