@@ -134,8 +134,7 @@ _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<
                             r"(?!'s|\s+of\b)")
 # The other everyday ways to say a repeat: "once an hour", "twice a day", "3 times a week", "every other
 # day", and the adverb "hourly" / "daily" / "weekly" where it says how often something is done ("remind me
-# hourly to drink", "remind me hourly that I should drink", "check it daily.", "ping me hourly so I drink",
-# "nudge me daily about my pills": a conjunction or preposition goes on the sentence), not where it names a kind of
+# hourly to drink", "remind me hourly that I should drink", "check it daily."), not where it names a kind of
 # thing ("my hourly rate", "the weekly report", "before the daily.": a word follows that is not one of the few
 # that go on a sentence after an adverb, or a determiner goes before it), nor a limit ("at most once a day").
 # Not "bi-weekly", "twice-daily".
@@ -148,7 +147,7 @@ _SAID_RATE_RE = re.compile(
     r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
     r"(?P<per>minute|hour|day|week)(?![\w-])|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
-    r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then|so|about|with|when|while|if|because|during)"
+    r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"

@@ -492,10 +492,7 @@ def test_the_relative_times_a_request_says() -> None:
                           ("I want an hourly reminder to drink water, please.", 3600),
                           ("Set a daily reminder: take the pills", 86400), ("set up weekly alarms for the bins", 604800),
                           ("a daily check-in on the build, please", 86400),
-                          ("Set an hourly recurring reminder: drink water.", 3600),  # the 0.5B, fresh11 (round 19)
-                          # the adverb, then a conjunction or a preposition (the 1.5B set a one-off; fresh12, round 20)
-                          ("Could you ping me hourly so I drink water?", 3600), ("Nudge me daily about my pills", 86400),
-                          ("remind me weekly when the bins go out", 604800)):
+                          ("Set an hourly recurring reminder: drink water.", 3600)):  # the 0.5B, fresh11 (round 19)
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
