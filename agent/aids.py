@@ -315,9 +315,19 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "nothing of what the file says"
     if small and _misses_the_asked_line(stripped, this_turn, request, files):
         return "nothing of what was asked of the file"
-    if small and not streamed and _echoes_request(stripped, asked):
+    if small and not streamed and (_echoes_request(stripped, asked) if this_turn else _only_repeats(stripped, asked)):
         return ECHOED
     return None
+
+
+def _only_repeats(text: str, asked: Sequence[str]) -> bool:
+    """With nothing done in the turn, the answer is one of the user's messages and nothing more ("Morning! Ready
+    for a new day?" answered with those words, round 20). An answer that restates a question, then answers it
+    ("What is the capital of France? The capital of France is Paris."), or goes on from the user's words (a
+    verse finished, a wish returned) is an answer."""
+    said = _WORD.findall(text.lower())
+    return any(len(message.split()) >= REQUEST_ECHO_WORDS and _WORD.findall(message.lower()) == said
+               for message in asked)
 
 
 ECHOED = "the user's request repeated"  # ``poor_answer``'s reason for an echo; no tool need have run (round 20)
