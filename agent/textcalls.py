@@ -28,7 +28,7 @@ only when ALL of these hold:
 4. there is no other code fence in the text (a ```python block next to the
    JSON means an explanation, not a call);
 5. the name is in ``known_tools``. A call-shaped object with another
-   identifier-like name, or words as a name beside an arguments object
+   identifier-like name, or words as a name beside an ``"arguments"`` object
    (``{"name": "file shopping.txt", "arguments": {...}}``), sets
    ``unknown_tool`` instead (no call), so the agent can tell the model which
    tools exist.
@@ -336,8 +336,10 @@ def _call_shape(obj: Any) -> tuple[str, Any] | None:
     args = [obj[k] for k in ARG_KEYS if k in obj]
     if len(names) != 1 or len(args) > 1 or not isinstance(names[0], str) or not _CALL_NAME.match(names[0]):
         return None
-    if not _IDENTIFIER.match(names[0]) and not isinstance(args[0] if args else None, dict):
-        return None  # words as a name, with no arguments object beside them: too weak a sign of a call
+    if not _IDENTIFIER.match(names[0]) and not isinstance(obj.get("arguments"), dict):
+        # Words as a name count only beside an "arguments" object, the key chat templates give a call: data a
+        # user asked for ({"name": "Linear Regression", "parameters": {…}}) stays data.
+        return None
     if "type" in obj and obj["type"] not in ("function", "tool_call", "tool"):
         return None
     if not args:
@@ -358,7 +360,7 @@ def _near_call(value: Any, known_tools: set[str]) -> bool:
     if not isinstance(value, dict):
         return False
     names = [value[k] for k in NAME_KEYS if k in value]
-    return (len(names) == 1 and names[0] in known_tools and any(k in value for k in ARG_KEYS)
+    return (len(names) == 1 and isinstance(names[0], str) and names[0] in known_tools and any(k in value for k in ARG_KEYS)
             and not set(value) <= CALL_KEYS)
 
 

@@ -255,5 +255,14 @@ def test_words_as_a_name_beside_arguments_are_a_call_of_no_tool() -> None:
 def test_words_as_a_name_without_arguments_are_data() -> None:
     assert extract_text_tool_calls('{"name": "Alice Smith"}', KNOWN).unknown_tool is None
     assert extract_text_tool_calls('{"name": "Alice Smith", "arguments": "none"}', KNOWN).unknown_tool is None
+    # Data the user asked for, under another key (the review's case, round 20).
+    data = '{"name": "Linear Regression", "parameters": {"alpha": 0.1, "fit_intercept": true}}'
+    assert extract_text_tool_calls(data, KNOWN).unknown_tool is None
+    assert extract_text_tool_calls('[{"id": 1, "name": "Buy milk", "args": {"qty": 2}}]', KNOWN).unknown_tool is None
+
+
+def test_a_name_that_is_no_string_is_data_not_a_crash() -> None:
+    for text in ('{"name": ["a b"], "arguments": {}}', '{"name": {"x": 1}, "arguments": {}}'):
+        assert extract_text_tool_calls(text, KNOWN).calls == []
     text = 'For example: {"name": "get the weather", "arguments": {"city": "Oslo"}}'  # an explanation
     assert extract_text_tool_calls(text, KNOWN).unknown_tool is None
