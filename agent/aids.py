@@ -320,21 +320,22 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
     return None
 
 
+ECHOED = "the user's request repeated"  # ``poor_answer``'s reason for an echo; no tool need have run (round 20)
+REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated whole in an answer, is an echo
+_WORD = re.compile(r"\w+")
+
+
+def _echoable(asked: Sequence[str]) -> list[str]:
+    """The user's messages long enough to tell an echo of them, as their words joined by single spaces."""
+    return [" ".join(_WORD.findall(message.lower())) for message in asked if len(message.split()) >= REQUEST_ECHO_WORDS]
+
+
 def _only_repeats(text: str, asked: Sequence[str]) -> bool:
     """With nothing done in the turn, the answer is one of the user's messages and nothing more ("Morning! Ready
     for a new day?" answered with those words, round 20). An answer that restates a question, then answers it
     ("What is the capital of France? The capital of France is Paris."), or goes on from the user's words (a
     verse finished, a wish returned) is an answer."""
-    said = _WORD.findall(text.lower())
-    return any(len(message.split()) >= REQUEST_ECHO_WORDS and _WORD.findall(message.lower()) == said
-               for message in asked)
-
-
-ECHOED = "the user's request repeated"  # ``poor_answer``'s reason for an echo; no tool need have run (round 20)
-
-
-REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated whole in an answer, is an echo
-_WORD = re.compile(r"\w+")
+    return " ".join(_WORD.findall(text.lower())) in _echoable(asked)
 
 
 def _echoes_request(text: str, asked: Sequence[str]) -> bool:
@@ -345,13 +346,7 @@ def _echoes_request(text: str, asked: Sequence[str]) -> bool:
     dictated), or a message inside a sentence of the model's own ("Got it! I'll remember that …") are no echo."""
     sentences = [_WORD.findall(part.lower()) for part in re.split(r"(?<=[.!?:;])\s+|\n+", text)]
     starts = [" ".join(w for sentence in sentences[i:] for w in sentence) for i in range(len(sentences))]
-    for message in asked:
-        if len(message.split()) < REQUEST_ECHO_WORDS:
-            continue
-        echo = " ".join(_WORD.findall(message.lower()))
-        if any(start == echo or start.startswith(echo + " ") for start in starts):
-            return True
-    return False
+    return any(start == echo or start.startswith(echo + " ") for echo in _echoable(asked) for start in starts)
 
 
 def request_openers(asked: Sequence[str]) -> tuple[str, ...]:

@@ -585,11 +585,11 @@ class Agent:
         """An answer may still be asked for again: the aid is on, not used yet, and tools ran (a refusal
         after a failed call is no answer either: the user is owed what went wrong) or Navi told the model
         something in this turn (its note is never the answer), or a small model's answer only repeated the
-        user's message (``why``; both models answered "Morning! Ready for a new day?" with those words, no
+        user's message (``why``: ``poor_answer`` says so only of a small model; both models answered "Morning! Ready for a new day?" with those words, no
         tool needed; round 20)."""
         this_turn = turn.history[state.start:]
         return state.on("answer_retry") and not state.answer_retried and (
-            bool(results(this_turn) or notes(this_turn)) or state.small and why == ECHOED)
+            bool(results(this_turn) or notes(this_turn)) or why == ECHOED)
 
     async def _constrained(self, turn: Turn, model: str) -> bool:
         """Whether this turn's decisions are generated under a schema (agent.decide).
