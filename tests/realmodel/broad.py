@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 28 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 30 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -23,7 +23,8 @@ in ``FRESH6``) after round 13 had read fresh5, and round 15 **fresh7** (phrasing
 after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in ``FRESH9``) after round 16
 had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9, and round 19
 **fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10, and round 20 **fresh12** (phrasings
-27 and 28, in ``FRESH12``) after round 19 had read fresh11. Distinctive values (codes, numbers,
+27 and 28, in ``FRESH12``) after round 19 had read fresh11, and round 21 **fresh13** (phrasings 29 and 30,
+in ``FRESH13``) after round 20 had read fresh12. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -141,9 +142,9 @@ class Task:
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
-         "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12")  # by phrasing index
+         "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12")
+          "fresh10", "fresh11", "fresh12", "fresh13")
 
 
 def _clock() -> float:
@@ -199,7 +200,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "Which country has the city of Rome as its capital?": ("italy",),
              # the twelfth fresh half (round 20)
              "What is the chemical formula of water?": ("h2o", "h₂o"),
-             "How many planets are there in our solar system?": ("8", "eight")}
+             "How many planets are there in our solar system?": ("8", "eight"),
+             # the thirteenth fresh half (round 21)
+             "What is the capital of Germany?": ("berlin",),
+             "How many legs does an insect have?": ("6", "six")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -698,8 +702,32 @@ FRESH12: dict[str, tuple[str, str]] = {
                  "Spin up a subagent to find out the magic number in facts.txt."),
 }
 
+# Round 21's held-out phrasings: fresh12 was read after round 20 reported it, so these were written,
+# and run once with round 20's code, before round 21 changed anything.
+FRESH13: dict[str, tuple[str, str]] = {
+    "greeting": ("Good afternoon, Navi!", "Hiya! Glad you're here."),
+    "plain_question": ("What is the capital of Germany?", "How many legs does an insect have?"),
+    "date_time": ("Can you check what today's date is?", "What time is it at the moment?"),
+    "read_file": ("Open project.txt and read me the codename inside.",
+                  "Tell me the codename that project.txt contains."),
+    "file_question": ("Whose name is on report.txt as the author?", "Check report.txt: who is its author?"),
+    "write_file": ("Write a file called shopping.txt containing milk, eggs and bread, one per line.",
+                   "Please create shopping.txt with three lines: milk, eggs, bread."),
+    "note": ("Save a note saying I must phone the plumber about invoice {v}.",
+             "Make a note for me: call plumber re invoice {v}."),
+    "remember": ("Don't forget: my server's name is {v}.",
+                 "For future conversations, keep in mind my server is called {v}."),
+    "remind_once": ("Ping me in 3 minutes to stretch my legs, please.", "I need a reminder to stretch in three minutes."),
+    "remind_every": ("Please remind me hourly to drink some water.",
+                     "Set up a reminder to drink water that repeats every hour."),
+    "todo": ("Make a to-do list with buy stamps and post the letter.",
+             "Track two tasks for me: buy stamps, then post the letter."),
+    "subagent": ("Use a subagent to get the magic number out of facts.txt.",
+                 "Delegate to a helper agent: read facts.txt and tell me the magic number."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
