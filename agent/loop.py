@@ -709,7 +709,7 @@ class Agent:
                        ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]
         for attempt in (1, 2):
             try:
-                text = await self._collect(turn, request, schema, plan.schemas)
+                text, cut = await self._collect(turn, request, schema, plan.schemas)
             except ConstraintsUnsupported as exc:
                 log.warning("constrained_decisions_unavailable", model=state.model, error=str(exc),
                             fallback="tool calls written as text")
@@ -736,6 +736,12 @@ class Agent:
             if step.problem is None:
                 return step
             log.info("decision_unusable", attempt=attempt, problem=step.problem[:300])
+            if cut:
+                # The grammar was not done when the server stopped it (its token limit, or the context full): the
+                # same request would run to the limit again, minutes on a CPU (the 0.5B wrote "step 1", "step 2",
+                # … twice, 135 s each; round 21). The model answers instead.
+                log.info("decision_cut", attempt=attempt, chars=len(text))
+                break
             if attempt == 1 and state.on("repair"):
                 request = [*request, ChatMessage(role="assistant", content=text),
                            ChatMessage(role="system", content=decision_repair_note(step.problem))]
@@ -743,16 +749,18 @@ class Agent:
         return StepDecision()
 
     async def _collect(self, turn: Turn, messages: list[ChatMessage], schema: dict[str, Any],
-                       tools: list[dict[str, Any]]) -> str:
-        """A whole constrained answer, streamed under the stream guard (a stop is seen during prefill). The
-        tool definitions go along unchanged: the prompt prefix stays the one the server has cached."""
-        text = ""
+                       tools: list[dict[str, Any]]) -> tuple[str, bool]:
+        """A whole constrained answer, streamed under the stream guard (a stop is seen during prefill), and
+        whether the server cut it off (``length``). The tool definitions go along unchanged: the prompt prefix
+        stays the one the server has cached."""
+        text, cut = "", False
         async for chunk in self._stream(turn, messages, tools, format=schema):
             if chunk.kind == "text":
                 text += chunk.text
             elif chunk.kind == "done":
                 turn.context_tokens = (chunk.prompt_eval_count or 0) + (chunk.eval_count or 0) or turn.context_tokens
-        return text
+                cut = chunk.done_reason == "length"
+        return text, cut
 
     async def _steer(self, turn: Turn, state: LoopState, notes: list[ports.SteerNote]) -> list[AgentEvent]:
         """Messages the user sent while the turn ran become user messages of the history, in order,

@@ -147,6 +147,27 @@ async def test_a_second_unusable_call_ends_in_an_answer_not_a_broken_turn(agent_
     assert events[-1]["content"] == "I can tell you without tools: nothing is pending."
 
 
+async def test_a_decision_the_server_cut_off_is_not_generated_again(agent_env) -> None:
+    # Qwen 0.5B, round 21: a todo list of "step 1", "step 2", … until the context was full, twice, 135 s each.
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("nope"))
+    runaway = '{"tool": "todo", "arguments": {"action": "set", "steps": [' + ", ".join(f'"step {n}"' for n in range(1, 60))
+    agent_env.fake.script(text=runaway, done_reason="length")
+    agent_env.fake.script(text="I could not make that list; which steps should it have?")
+    events = await agent_env.run("Don't forget: my server's name is atlas.")
+    assert not [e for e in events if e["type"] == "tool_started"]
+    assert [agent_env.fake.schema_of(r) is not None for r in agent_env.fake.chat_requests] == [False, True, False]
+    assert events[-1]["content"] == "I could not make that list; which steps should it have?" == shown(events)
+
+
+def test_a_todo_list_s_limit_is_in_its_schema_so_a_grammar_ends_the_list() -> None:
+    from tools_app.builtins_meta.todo import MAX_STEPS, TodoTool
+
+    steps = TodoTool.parameters["properties"]["steps"]
+    assert (steps["minItems"], steps["maxItems"]) == (1, MAX_STEPS)
+    assert grammar_parameters(TodoTool.parameters)["anyOf"][0]["properties"]["steps"]["maxItems"] == MAX_STEPS
+
+
 async def test_a_greeting_answered_in_words_costs_one_request(agent_env) -> None:
     await constrained(agent_env)
     agent_env.fake.script(text="Hello! How can I help?")
