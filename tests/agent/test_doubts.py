@@ -732,6 +732,22 @@ async def test_an_optional_choice_nobody_said_is_left_to_its_default(agent_env) 
     assert events[-1]["content"] == "Your helper says it is Friday."
 
 
+async def test_a_helper_task_of_one_word_is_written_again_in_words(agent_env) -> None:
+    """The 1.5B gave its helper the task "get_magic_number_from_facts.txt": the helper read a file of that name,
+    found none, and the user heard about a missing file (round 21)."""
+    await constrained(agent_env, enabled_tools=["spawn_agent", "todo"])
+    agent_env.fake.script(text=as_text("spawn_agent", task="get_magic_number_from_facts.txt"))
+    constrained_call(agent_env.fake, "spawn_agent", task="Read facts.txt and say what the magic number is.")
+    agent_env.fake.script(text="The magic number is 6651.")  # the helper
+    agent_env.fake.script(text="Your helper found the magic number: 6651.")
+    events = await agent_env.run("Use a subagent to get the magic number out of facts.txt.")
+    spawned = [args["task"] for tool, args, ok in calls(events) if tool == "spawn_agent" and ok]
+    assert spawned == ["Read facts.txt and say what the magic number is."]
+    told = agent_env.fake.chat_requests[1].json["messages"][-1]["content"]
+    assert "'get_magic_number_from_facts.txt' is a single word, not an instruction" in told
+    assert events[-1]["content"] == "Your helper found the magic number: 6651."
+
+
 async def test_a_number_a_tool_result_gave_is_kept(agent_env, settings) -> None:
     """"read again with offset=2 to continue": the offset came from the tool, not from the user."""
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id

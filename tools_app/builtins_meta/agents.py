@@ -40,6 +40,17 @@ class SpawnAgentTool(Tool):
     timeout = 24 * 3600.0
     max_output_chars = 20_000
 
+    def doubt(self, params: dict[str, Any], request: str) -> ports.Doubt | None:
+        """A task that is one word or name and no instruction ("get_magic_number_from_facts.txt", the 1.5B, round
+        21): the helper reads nothing but its task, so it is written again in words (the helper had read a file of
+        that name, found none and said so)."""
+        task = str(params.get("task") or "").strip()
+        if not task or len(task.split()) > 1:
+            return None
+        return ports.Doubt(reason=f"the task {task[:120]!r} is a single word, not an instruction; the helper sees "
+                                  "nothing but its task. Write in words what it should do, with the names, files and "
+                                  "numbers the user gave.")
+
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         from agent.loop import get_agent
 
