@@ -235,6 +235,8 @@ def parse_decision(text: str, schemas: list[dict[str, Any]], said: str = "", ste
     not copying the tools' descriptions or the loop's ``steering``, unless the user ``said`` those words)."""
     try:
         value = json.loads(text)
+    except RecursionError:
+        return StepDecision(problem=f"the decision was nested too deep to read: {text[:200]!r}")
     except ValueError as exc:
         return StepDecision(problem=f"the decision was not valid JSON ({exc}): {text[:200]!r}")
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):

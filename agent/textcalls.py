@@ -214,6 +214,8 @@ def _find_blocks(text: str) -> tuple[list[_Block], bool]:
 def _parse_block(body: str, start: int, end: int, *, is_fence: bool = False) -> _Block:
     try:
         return _Block(start=start, end=end, value=json.loads(body), parsed=True, is_fence=is_fence)
+    except RecursionError:
+        return _Block(start=start, end=end, error="nested too deep to read", is_fence=is_fence)
     except ValueError as exc:
         completed = _with_missing_closers(body) or _repaired(body) if _ATTEMPT.match(body) else None
         if completed is not None:
@@ -249,7 +251,7 @@ def _with_missing_closers(fragment: str) -> Any:
         return None
     try:
         return json.loads(tail + "".join(reversed(stack)))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -279,6 +281,8 @@ def _bare_values(text: str, taken: list[tuple[int, int]]) -> list[_Block]:
             continue
         try:
             value, end = _DECODER.raw_decode(text, i)
+        except RecursionError:
+            break  # nested deeper than Python parses (thousands of levels): no call, and the rest is text
         except ValueError as exc:
             if _ATTEMPT.match(text, i):
                 completed = _with_missing_closers(text[i:])

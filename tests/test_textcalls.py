@@ -266,3 +266,21 @@ def test_a_name_that_is_no_string_is_data_not_a_crash() -> None:
         assert extract_text_tool_calls(text, KNOWN).calls == []
     text = 'For example: {"name": "get the weather", "arguments": {"city": "Oslo"}}'  # an explanation
     assert extract_text_tool_calls(text, KNOWN).unknown_tool is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": ' * 3000 + "1" + "}" * 3000,  # bare, deeper than Python's parser goes
+    "Here it is:\n```json\n" + '{"a": ' * 3000 + "1" + "}" * 3000 + "\n```",
+    "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>",
+    '{"name": "get_time", "arguments": ' + "[" * 3000 + "]" * 3000 + "}",
+])
+def test_json_nested_thousands_deep_is_no_call_and_no_crash(text) -> None:
+    """The review's case (round 20): it raised RecursionError, which would have broken the turn."""
+    result = extract_text_tool_calls(text, KNOWN)
+    assert result.calls == []
+
+
+def test_a_decision_nested_thousands_deep_is_a_problem_not_a_crash() -> None:
+    from agent.decide import parse_decision
+
+    assert "nested too deep" in (parse_decision('{"a": ' * 3000 + "1" + "}" * 3000, []).problem or "")
