@@ -372,7 +372,11 @@ class Agent:
             doubt = self._doubt(registry, turn, state, decision.calls)
             if doubt is not None and doubt.fix is not None:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
-                doubt = None
+                # The fixed call is doubted again, for what the fix did not touch (a reminder whose time was set as
+                # the user said it, with an instruction taken from the memory block; round 21).
+                doubt = self._doubt(registry, turn, state, decision.calls)
+                if doubt is not None and (doubt.fix is not None or doubt.answer):
+                    doubt = None
             withheld = next((c.name for c in decision.calls if c.name in state.withheld), None)
             if withheld is not None and state.constrained and allow:
                 # Told that the tool has nothing for this request (``ports.Doubt.again``), the model calls it
@@ -723,7 +727,9 @@ class Agent:
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and found.fix is not None and step.call is not None:
-                return StepDecision(call=_fixed([step.call], found)[0])
+                step, found = _refixed(step.call, found, doubt)
+                if found is None:
+                    return step
             if found is not None and not found.answer and attempt == 2 and step.call is not None:
                 # Told twice, the model still writes what the user's words contradict and nothing can fix: its
                 # call runs (a reminder whose instruction is its own words is still the reminder asked for).
@@ -943,6 +949,17 @@ def _after_note(turn: Turn, state: LoopState) -> bool:
     """This step answers a doubt's note (the model may repeat it): held to its end, judged whole."""
     last = turn.history[-1] if len(turn.history) > state.start else None
     return state.doubted and last is not None and last.role == "user" and bool((last.metadata or {}).get("synthetic"))
+
+
+def _refixed(call: ToolCallRequest, found: ports.Doubt, doubt: Callable[[ToolCallRequest], ports.Doubt | None],
+             ) -> tuple[StepDecision, ports.Doubt | None]:
+    """A constrained ``call`` with the arguments its doubt fixes, and what the tool still says against the fixed call
+    (None: nothing, or only another fix or a guess, which the call as fixed outweighs): an argument the fix did not
+    touch may still contradict the user's words (the 0.5B's hourly reminder, its time fixed, had "Atlas is called
+    atlas." from the memory block as its instruction; round 21)."""
+    fixed = _fixed([call], found)[0]
+    after = doubt(fixed)
+    return StepDecision(call=fixed), (after if after is not None and after.fix is None and not after.answer else None)
 
 
 def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:

@@ -855,14 +855,34 @@ async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> N
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon, additional_context_message="Nudge!"))
-    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="2030-01-01T17:00:00Z",
-                     additional_context_message="Nudge!")
+    for _ in range(2):  # told of its instruction before the first, and again after its time was fixed
+        constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="2030-01-01T17:00:00Z",
+                         additional_context_message="Nudge!")
     agent_env.fake.script(text="Reminder set for 3 minutes from now.")
     asked = timezone.now()
     events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
     assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
     recall = await _recall(agent_env)
     assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
+
+
+async def test_a_reminder_whose_time_was_fixed_is_still_doubted_for_its_instruction(agent_env) -> None:
+    """The 0.5B set "every hour" with an instruction from the memory block, "Atlas is called atlas."; its time was
+    fixed as the user said it, and the fixed call ran as it was (round 21)."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 1 hour",
+                                       additional_context_message="Atlas is called atlas."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="recurring", when="in 1 hour", interval_seconds=3600,
+                     additional_context_message="Drink some water.")
+    agent_env.fake.script(text="I'll remind you to drink water every hour.")
+    events = await agent_env.run("Set up a reminder to drink water that repeats every hour.")
+    assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
+        ("schedule_recall", "Drink some water.", True)]
+    recall = await _recall(agent_env)
+    assert (recall.call_type, recall.interval_seconds) == ("recurring", 3600)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert "'Atlas is called atlas.' says nothing of what the user asked for" in told
+    assert events[-1]["content"] == "I'll remind you to drink water every hour."
 
 
 async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(bundled) -> None:
