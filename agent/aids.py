@@ -315,11 +315,7 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "nothing of what the file says"
     if small and _misses_the_asked_line(stripped, this_turn, request, files):
         return "nothing of what was asked of the file"
-    # With nothing done (no tool succeeded: a call doubted and given up is nothing done), the message itself as the
-    # whole answer is an echo from four words (the 1.5B, its clock call for "Hiya! Glad you're here." doubted, answered
-    # with the greeting; round 21); after Navi's notes or tools, also the message repeated from a sentence's start.
-    if small and not streamed and (this_turn and _echoes_request(stripped, asked)
-                                   or not successes(this_turn) and _only_repeats(stripped, asked)):
+    if small and not streamed and (_echoes_request(stripped, asked) if this_turn else _only_repeats(stripped, asked)):
         return ECHOED
     return None
 

@@ -932,21 +932,6 @@ async def test_the_clock_called_again_after_its_doubt_runs(bundled) -> None:
                for m in confirm["messages"])
 
 
-async def test_a_greeting_answered_with_itself_after_the_clock_was_given_up_is_asked_for_again(bundled) -> None:
-    # The 1.5B called the clock for "Hiya! Glad you're here.", told, called it again, chose none, and answered with
-    # the greeting itself (fresh13, round 21).
-    agent_env = bundled
-    await constrained(agent_env)
-    for _ in range(2):
-        agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
-    agent_env.fake.script(text='{"tool": "none"}')
-    agent_env.fake.script(text="Hiya! Glad you're here.")
-    agent_env.fake.script(text="Hiya! Good to see you too. What can I do for you?")
-    events = await agent_env.run("Hiya! Glad you're here.")
-    assert not calls(events) and not started(events)
-    assert events[-1]["content"] == "Hiya! Good to see you too. What can I do for you?" == shown(events)
-
-
 async def test_the_clock_called_again_for_a_greeting_may_be_given_up_for_an_answer(bundled) -> None:
     # The 1.5B called the clock for "Hi!", told, called it again, and answered with the time (round 14).
     agent_env = bundled
