@@ -322,16 +322,12 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
 
 ECHOED = "the user's request repeated"  # ``poor_answer``'s reason for an echo; no tool need have run (round 20)
 REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated whole in an answer, is an echo
-# A message this long, shown back as the whole answer and nothing more, is no reply: below it are the greetings
-# a reply may mirror ("Good morning!"); "Hiya! Glad you're here." was answered with itself (the 1.5B, round 21).
-ONLY_ECHO_WORDS = 4
 _WORD = re.compile(r"\w+")
 
 
-def _echoable(asked: Sequence[str], words: int = REQUEST_ECHO_WORDS) -> list[str]:
-    """The user's messages of at least ``words`` words, long enough to tell an echo of them, as their words joined
-    by single spaces."""
-    return [" ".join(_WORD.findall(message.lower())) for message in asked if len(message.split()) >= words]
+def _echoable(asked: Sequence[str]) -> list[str]:
+    """The user's messages long enough to tell an echo of them, as their words joined by single spaces."""
+    return [" ".join(_WORD.findall(message.lower())) for message in asked if len(message.split()) >= REQUEST_ECHO_WORDS]
 
 
 def _only_repeats(text: str, asked: Sequence[str]) -> bool:
@@ -339,7 +335,7 @@ def _only_repeats(text: str, asked: Sequence[str]) -> bool:
     for a new day?" answered with those words, round 20). An answer that restates a question, then answers it
     ("What is the capital of France? The capital of France is Paris."), or goes on from the user's words (a
     verse finished, a wish returned) is an answer."""
-    return " ".join(_WORD.findall(text.lower())) in _echoable(asked, ONLY_ECHO_WORDS)
+    return " ".join(_WORD.findall(text.lower())) in _echoable(asked)
 
 
 def _echoes_request(text: str, asked: Sequence[str]) -> bool:
@@ -357,7 +353,7 @@ def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
     """How the user's messages begin (lower case, as ``StreamedCall`` compares): an answer that starts so
     is held, so that an echo of the request can be asked for again before anyone saw it."""
     return tuple(message.strip().lower().replace("\u2019", "'")[:24] for message in asked
-                 if len(message.split()) >= min(REQUEST_ECHO_WORDS, ONLY_ECHO_WORDS))
+                 if len(message.split()) >= REQUEST_ECHO_WORDS)
 
 
 def _result_openings(this_turn: Sequence[ChatMessage]) -> list[str]:

@@ -307,22 +307,11 @@ def test_with_nothing_done_only_the_message_itself_is_an_echo() -> None:
         assert poor_answer(fine, small=True, asked=asked) is None, fine
 
 
-async def test_a_four_word_greeting_answered_with_itself_is_asked_for_again(agent_env) -> None:
-    """The 1.5B answered "Hiya! Glad you're here." with those words (round 21); a reply of three words may mirror
-    the greeting (below)."""
-    await constrained(agent_env)
-    agent_env.fake.script(text="Hiya! Glad you're here.")
-    agent_env.fake.script(text="Hiya! How can I help you today?")
-    events = await agent_env.run("Hiya! Glad you're here.")
-    assert events[-1]["content"] == "Hiya! How can I help you today?" == shown(events)
-    assert len(agent_env.fake.chat_requests) == 2
-
-
 async def test_a_short_greeting_returned_is_an_answer(agent_env) -> None:
     await constrained(agent_env)
-    agent_env.fake.script(text="Good afternoon, friend!")
-    events = await agent_env.run("Good afternoon, friend!")
-    assert events[-1]["content"] == "Good afternoon, friend!" == shown(events)
+    agent_env.fake.script(text="Hello there!")
+    events = await agent_env.run("Hello there!")
+    assert events[-1]["content"] == "Hello there!" == shown(events)
     assert len(agent_env.fake.chat_requests) == 1
 
 
