@@ -711,6 +711,7 @@ class Agent:
         if contradicted is not None:
             request = [*request, ChatMessage(role="assistant", content=contradicted[0] or "(a call)"),
                        ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]
+        kept: StepDecision | None = None  # a call whose doubt fixed its arguments, asked again for the rest
         for attempt in (1, 2):
             try:
                 text, cut = await self._collect(turn, request, schema, plan.schemas)
@@ -730,6 +731,7 @@ class Agent:
                 step, found = _refixed(step.call, found, doubt)
                 if found is None:
                     return step
+                kept = kept or step
             if found is not None and not found.answer and attempt == 2 and step.call is not None:
                 # Told twice, the model still writes what the user's words contradict and nothing can fix: its
                 # call runs (a reminder whose instruction is its own words is still the reminder asked for).
@@ -742,7 +744,7 @@ class Agent:
             if step.problem is None:
                 return step
             log.info("decision_unusable", attempt=attempt, problem=step.problem[:300])
-            if cut:
+            if cut and step.call is None:
                 # The grammar was not done when the server stopped it (its token limit, or the context full): the
                 # same request would run to the limit again, minutes on a CPU (the 0.5B wrote "step 1", "step 2",
                 # … twice, 135 s each; round 21). The model answers instead.
@@ -751,6 +753,11 @@ class Agent:
             if attempt == 1 and state.on("repair"):
                 request = [*request, ChatMessage(role="assistant", content=text),
                            ChatMessage(role="system", content=decision_repair_note(step.problem))]
+        if kept is not None and kept.call is not None:
+            # Asked again about an argument its fix did not touch, the model wrote no usable call: the call as fixed
+            # runs (a reminder at the time the user said is still the reminder asked for).
+            log.info("call_contradicted_kept", tool=kept.call.name)
+            return kept
         state.force_answer = True
         return StepDecision()
 

@@ -748,6 +748,15 @@ async def test_a_helper_task_of_one_word_is_written_again_in_words(agent_env) ->
     assert events[-1]["content"] == "Your helper found the magic number: 6651."
 
 
+def test_a_helper_task_in_a_script_without_spaces_is_an_instruction() -> None:
+    from tools_app.builtins_meta.agents import SpawnAgentTool
+
+    tool = SpawnAgentTool()
+    assert tool.doubt({"task": "读取facts.txt并告诉我魔术数字"}, "让助手读取facts.txt") is None
+    assert tool.doubt({"task": "Read facts.txt and report the magic number."}, "") is None
+    assert tool.doubt({"task": "get_magic_number_from_facts.txt"}, "") is not None
+
+
 async def test_a_number_a_tool_result_gave_is_kept(agent_env, settings) -> None:
     """"read again with offset=2 to continue": the offset came from the tool, not from the user."""
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
@@ -861,6 +870,7 @@ async def test_a_kept_reminder_still_gets_the_time_the_user_said(agent_env) -> N
     agent_env.fake.script(text="Reminder set for 3 minutes from now.")
     asked = timezone.now()
     events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    assert [agent_env.fake.schema_of(r) is not None for r in agent_env.fake.chat_requests] == [False, True, True, False]
     assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
     recall = await _recall(agent_env)
     assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
@@ -883,6 +893,20 @@ async def test_a_reminder_whose_time_was_fixed_is_still_doubted_for_its_instruct
     told = agent_env.requests()[1]["messages"][-1]["content"]
     assert "'Atlas is called atlas.' says nothing of what the user asked for" in told
     assert events[-1]["content"] == "I'll remind you to drink water every hour."
+
+
+async def test_a_fixed_reminder_runs_when_asking_again_about_its_instruction_gives_no_usable_call(agent_env) -> None:
+    """The review's case (round 21): the call whose time was fixed is not lost to a repair that failed."""
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
+                                       additional_context_message="Nudge!"))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="2030-01-01T17:00:00Z",
+                     additional_context_message="Nudge!")
+    agent_env.fake.script(text='{"tool": "schedule_recall", "arguments": {"call_type": "once", "wh', done_reason="length")
+    agent_env.fake.script(text="Reminder set for 3 minutes from now.")
+    events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
+    assert events[-1]["content"] == "Reminder set for 3 minutes from now."
 
 
 async def test_the_clock_called_for_a_greeting_is_not_run_and_the_model_answers(bundled) -> None:
