@@ -273,14 +273,24 @@ def test_a_name_that_is_no_string_is_data_not_a_crash() -> None:
     "Here it is:\n```json\n" + '{"a": ' * 3000 + "1" + "}" * 3000 + "\n```",
     "<tool_call>" + "[" * 3000 + "]" * 3000 + "</tool_call>",
     '{"name": "get_time", "arguments": ' + "[" * 3000 + "]" * 3000 + "}",
+    '{"name": "get_time", "arguments": "' + "[" * 3000 + "]" * 3000 + '"}',  # the arguments as a JSON string
 ])
 def test_json_nested_thousands_deep_is_no_call_and_no_crash(text) -> None:
     """The review's case (round 20): it raised RecursionError, which would have broken the turn."""
     result = extract_text_tool_calls(text, KNOWN)
-    assert result.calls == []
+    assert all(call.arguments_error for call in result.calls)  # none runs: a call of unreadable arguments is repaired
 
 
 def test_a_decision_nested_thousands_deep_is_a_problem_not_a_crash() -> None:
     from agent.decide import parse_decision
 
     assert "nested too deep" in (parse_decision('{"a": ' * 3000 + "1" + "}" * 3000, []).problem or "")
+
+
+def test_tool_arguments_nested_thousands_deep_are_an_error_not_a_crash() -> None:
+    from agent.llm.http_common import parse_arguments
+    from tools_app.execution import parse_args
+
+    deep = "[" * 3000 + "]" * 3000
+    assert parse_arguments("get_time", deep)[1].startswith("the arguments for tool 'get_time' are nested too deep")
+    assert parse_args(deep) == (None, "the arguments are nested too deep to read; send a flat JSON object")

@@ -38,6 +38,8 @@ def parse_args(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
             raw = json.loads(raw) if raw.strip() else {}
         except ValueError as exc:
             return None, f"the arguments are not valid JSON ({exc}); send a JSON object"
+        except RecursionError:
+            return None, "the arguments are nested too deep to read; send a flat JSON object"
     if not isinstance(raw, dict):
         return None, f"the arguments must be a JSON object, got {json_type(raw)}"
     return raw, None

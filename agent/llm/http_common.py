@@ -333,6 +333,8 @@ def parse_arguments(name: str, raw: Any) -> tuple[dict[str, Any], str | None]:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             return {}, f"the arguments for tool '{name}' are not valid JSON ({exc.msg} at char {exc.pos}): {raw[:200]!r}"
+        except RecursionError:
+            return {}, f"the arguments for tool '{name}' are nested too deep to read: {raw[:200]!r}"
         if isinstance(value, dict):
             return value, None
         raw = value

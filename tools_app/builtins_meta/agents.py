@@ -1,6 +1,7 @@
 """The tools that need the agent itself: spawn_agent and switch_profile."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -10,6 +11,9 @@ from agent.domains import DOMAIN_KEY, PROFILES
 from agent.events import ProfileSwitched
 from agent.profiles import ProfileNotFound, aload_profile
 from tools_app.base import Tool, ToolError, ToolResult
+
+# A task that is one name and no sentence: a file or function name, a path, a URL.
+_A_NAME = re.compile(r"[\w.\-/:]+", re.ASCII)
 
 
 class SpawnAgentTool(Tool):
@@ -45,8 +49,8 @@ class SpawnAgentTool(Tool):
         21): the helper reads nothing but its task, so it is written again in words (the helper had read a file of
         that name, found none and said so)."""
         task = str(params.get("task") or "").strip()
-        if not task or len(task.split()) > 1:
-            return None
+        if not _A_NAME.fullmatch(task):
+            return None  # words, or a sentence in a script written without spaces
         return ports.Doubt(reason=f"the task {task[:120]!r} is a single word, not an instruction; the helper sees "
                                   "nothing but its task. Write in words what it should do, with the names, files and "
                                   "numbers the user gave.")

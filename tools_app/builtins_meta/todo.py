@@ -135,7 +135,7 @@ class TodoTool(Tool):
             "action": {"type": "string", "enum": ["set", "update", "read"], "description": "What to do."},
             # The limit stated in the schema: a grammar ends the list there (the 0.5B wrote "step 1", "step 2", …
             # until its context was full, twice; round 21), and validation names it before the call runs.
-            "steps": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_STEPS,
+            "steps": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_STEPS,
                       "description": "For set: step titles in order."},
             "step": {"type": "integer", "minimum": 1, "description": "For update: the step number (1-based)."},
             "status": {"type": "string", "enum": list(STATUSES), "description": "For update: the new status."},
