@@ -108,6 +108,11 @@ RECONSIDER = ("{why}, before any tool did what the user asked; if one of the too
               f"else choose {NO_TOOL} and answer in words")
 
 
+# A constrained decision (one call) ends here: a grammar does not end a list that keeps growing, and a server that
+# shifts its context when it fills (Ollama) would generate for ever. Room for a long file's content.
+DECISION_MAX_TOKENS = 2048
+
+
 def _max_context() -> int:
     return int(settings.OLLAMA_NUM_CTX)
 
@@ -767,7 +772,7 @@ class Agent:
         whether the server cut it off (``length``). The tool definitions go along unchanged: the prompt prefix
         stays the one the server has cached."""
         text, cut = "", False
-        async for chunk in self._stream(turn, messages, tools, format=schema):
+        async for chunk in self._stream(turn, messages, tools, format=schema, max_tokens=DECISION_MAX_TOKENS):
             if chunk.kind == "text":
                 text += chunk.text
             elif chunk.kind == "done":
@@ -813,13 +818,13 @@ class Agent:
                                   history=history, subagent=turn.subagent)
 
     def _stream(self, turn: Turn, messages: list[ChatMessage], tools: list[dict[str, Any]],
-                format: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+                format: dict[str, Any] | None = None, max_tokens: int | None = None) -> AsyncIterator[Any]:
         profile = turn.profile
         backend: LLMBackend = get_backend(profile.llm_backend)
         gen = backend.stream_complete(
             messages, model=_model(profile), tools=tools or None,
             think=bool(profile.think_enabled and settings.OLLAMA_THINK),
-            temperature=profile.temperature, num_ctx=_max_context(), format=format,
+            temperature=profile.temperature, num_ctx=_max_context(), format=format, max_tokens=max_tokens,
         )
         return iter_stream_guarded(
             gen, stop_event=turn.stop_event,

@@ -127,6 +127,7 @@ class LLMBackend(Protocol):
         temperature: float | None = None,
         num_ctx: int | None = None,
         format: dict[str, Any] | str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]: ...
 
     async def complete(

@@ -322,6 +322,12 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+def cap_tokens(backend: int, request: int | None) -> int:
+    """The output cap of one request: the lower of the backend's (0: none) and the request's own (None: none)."""
+    caps = [c for c in (backend, request or 0) if c > 0]
+    return min(caps) if caps else 0
+
+
 def parse_arguments(name: str, raw: Any) -> tuple[dict[str, Any], str | None]:
     """Tool arguments as a dict, or ``({}, why)`` when they are not a JSON object."""
     if raw is None or raw == "":

@@ -40,6 +40,7 @@ from agent.llm.base import (
 )
 from agent.llm.http_common import (
     as_dict,
+    cap_tokens,
     check_network_guard,
     error_text,
     llm_client,
@@ -127,13 +128,15 @@ class OllamaBackend:
         temperature: float | None = None,
         num_ctx: int | None = None,
         format: dict[str, Any] | str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        """Stream the answer; ``aclose()`` on the generator closes the HTTP response."""
+        """Stream the answer; ``aclose()`` on the generator closes the HTTP response. ``max_tokens``: a cap
+        for this request (the lower of it and the backend's own)."""
         caps = await self.capabilities(model)
 
         def body(c: ModelCapabilities) -> dict[str, Any]:
             return self._body(messages, model=model, tools=tools, think=think, temperature=temperature,
-                              num_ctx=num_ctx, format=format, caps=c, stream=True)
+                              num_ctx=num_ctx, format=format, caps=c, stream=True, max_tokens=max_tokens)
 
         async with self._session() as client:
             response = await self._send(client, model, body, caps)
@@ -282,6 +285,7 @@ class OllamaBackend:
         format: dict[str, Any] | str | None,
         caps: ModelCapabilities,
         stream: bool,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": model,
@@ -298,8 +302,9 @@ class OllamaBackend:
             options["temperature"] = temperature
         if num_ctx:
             options["num_ctx"] = num_ctx
-        if self.max_tokens > 0:
-            options["num_predict"] = self.max_tokens
+        cap = cap_tokens(self.max_tokens, max_tokens)
+        if cap:
+            options["num_predict"] = cap
         if options:
             body["options"] = options
         if format is not None:

@@ -39,6 +39,7 @@ from agent.llm.base import (
 )
 from agent.llm.http_common import (
     as_dict,
+    cap_tokens,
     check_network_guard,
     llm_client,
     loads_line,
@@ -102,15 +103,17 @@ class OpenAICompatBackend:
         temperature: float | None = None,
         num_ctx: int | None = None,
         format: dict[str, Any] | str | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        """Stream the answer; ``aclose()`` on the generator closes the HTTP response.
+        """Stream the answer; ``aclose()`` on the generator closes the HTTP response. ``max_tokens``: a cap
+        for this request (the lower of it and the backend's own).
 
         ``think`` and ``num_ctx`` have no standard OpenAI field and are not sent.
         """
 
         def body(c: ModelCapabilities) -> dict[str, Any]:
             return self._body(messages, model=model, tools=tools, temperature=temperature,
-                              format=format, caps=c, stream=True)
+                              format=format, caps=c, stream=True, max_tokens=max_tokens)
 
         async with self._session() as client:
             response = await self._send(client, model, body)
@@ -252,6 +255,7 @@ class OpenAICompatBackend:
         format: dict[str, Any] | str | None,
         caps: ModelCapabilities,
         stream: bool,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "messages": [message_to_wire(m) for m in messages], "stream": stream}
         if stream and self._stream_options:
@@ -260,8 +264,9 @@ class OpenAICompatBackend:
             body["tools"] = list(tools)
         if temperature is not None:
             body["temperature"] = temperature
-        if self.max_tokens > 0:
-            body["max_tokens"] = self.max_tokens
+        cap = cap_tokens(self.max_tokens, max_tokens)
+        if cap:
+            body["max_tokens"] = cap
         if format is not None:
             if isinstance(format, dict) and self.format_support is False:
                 raise self._no_constraints("refused before")

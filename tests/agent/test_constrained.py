@@ -160,6 +160,29 @@ async def test_a_decision_the_server_cut_off_is_not_generated_again(agent_env) -
     assert events[-1]["content"] == "I could not make that list; which steps should it have?" == shown(events)
 
 
+async def test_a_constrained_decision_has_an_output_cap_and_a_free_reply_has_none(agent_env) -> None:
+    """A grammar does not end a list that keeps growing, and a server that shifts its context (Ollama) would
+    generate for ever (the review's case, round 21)."""
+    from agent.loop import DECISION_MAX_TOKENS
+
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("nope"))
+    constrained_call(agent_env.fake, "todo", action="read")
+    agent_env.fake.script(text="The list is empty.")
+    await agent_env.run("what is on my list?")
+
+    def cap(body: dict) -> object:
+        return body.get("max_tokens", (body.get("options") or {}).get("num_predict"))
+
+    assert [cap(r.json) for r in agent_env.fake.chat_requests] == [None, DECISION_MAX_TOKENS, None]
+
+
+def test_a_request_s_cap_never_raises_the_backend_s_own() -> None:
+    from agent.llm.http_common import cap_tokens
+
+    assert (cap_tokens(0, None), cap_tokens(0, 2048), cap_tokens(512, 2048), cap_tokens(4096, 2048)) == (0, 2048, 512, 2048)
+
+
 def test_a_todo_list_s_limit_is_in_its_schema_so_a_grammar_ends_the_list() -> None:
     import jsonschema
 
