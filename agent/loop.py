@@ -109,8 +109,9 @@ RECONSIDER = ("{why}, before any tool did what the user asked; if one of the too
 
 
 # A constrained decision (one call) ends here: a grammar does not end a list that keeps growing, and a server that
-# shifts its context when it fills (Ollama) would generate for ever. Room for a long file's content.
-DECISION_MAX_TOKENS = 2048
+# shifts its context when it fills (Ollama) would generate for ever. About 750 words of a file's content; a call
+# the model writes itself, before any grammar, has no cap. (real_model's server stops a request at 1024 too.)
+DECISION_MAX_TOKENS = 1024
 
 
 def _max_context() -> int:
