@@ -318,7 +318,18 @@ def _copied_description(arguments: dict[str, Any], parameters: dict[str, Any], t
         if tool and any(run in whole and run not in user for run in runs):
             return (f"{name}: {value[:80]!r} repeats a tool's description or an instruction you were given; "
                     "write the value itself, taken from what the user asked")
+        opening = _REFUSAL_VALUE.match(value)
+        if opening and f" {_words(opening.group(0))} " not in user:
+            return (f"{name}: {value[:80]!r} is a refusal, not a value; write the value itself, taken from what the "
+                    "user asked")
     return None
+
+
+# A value that opens as an assistant's refusal is no value (the 0.5B saved the fact "atlas: I'm sorry, but I can't
+# assist with that." for "keep in mind my server is called atlas"; round 21), unless the user said those words.
+_REFUSAL_VALUE = re.compile(r"\s*(?:i'?m sorry|i am sorry|sorry, (?:but )?i|i can(?:no|')t (?:assist|help)|"
+                            r"i am (?:unable|not able) to (?:assist|help)|i'?m (?:unable|not able) to (?:assist|help)|"
+                            r"as an ai\b)", re.IGNORECASE)
 
 
 def repair_note(problem: str) -> str:

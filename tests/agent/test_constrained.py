@@ -701,6 +701,27 @@ async def test_a_call_that_copies_navis_note_of_this_turn_is_generated_again(age
     assert "Not run" not in json.dumps([e for e in events if e.get("type") != "stream_delta"], default=str)
 
 
+async def test_a_refusal_as_a_value_to_keep_is_generated_again(agent_env) -> None:
+    """The 0.5B saved the fact "atlas: I'm sorry, but I can't assist with that." (fresh13, round 21)."""
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("memory_save", category="environment", key="atlas",
+                                       value="I'm sorry, but I can't assist with that."))
+    constrained_call(agent_env.fake, "memory_save", category="environment", key="server_name", value="atlas")
+    agent_env.fake.script(text="Noted: your server is called atlas.")
+    events = await agent_env.run("For future conversations, keep in mind my server is called atlas.")
+    assert calls(events) == [("memory_save", {"category": "environment", "key": "server_name", "value": "atlas"}, True)]
+    assert agent_env.fake.schema_of(agent_env.fake.chat_requests[1]) is not None  # generated again under the grammar
+
+
+def test_words_of_regret_the_user_said_are_a_value() -> None:
+    from agent.decide import argument_problem
+
+    params = {"type": "object", "properties": {"text": {"type": "string"}}}
+    assert argument_problem({"text": "Sorry, I'm late for dinner"}, params, "", "Note: sorry, I'm late for dinner") is None
+    assert argument_problem({"text": "I can't attend on Friday"}, params, "", "note that I can't attend Friday") is None
+    assert "is a refusal" in argument_problem({"text": "I'm sorry, I cannot help with that."}, params, "", "note: milk")
+
+
 async def test_the_tool_an_attempt_names_stays_its_choice(agent_env) -> None:
     """The 0.5B wrote {"name": "schedule_recall", "additional_context_message": "Water the plants at 6 pm."}
     (the arguments beside the name) and, asked again under every tool's schema, chose todo."""
