@@ -380,9 +380,7 @@ class Agent:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
                 # The fixed call is doubted again, for what the fix did not touch (a reminder whose time was set as
                 # the user said it, with an instruction taken from the memory block; round 21).
-                doubt = self._doubt(registry, turn, state, decision.calls)
-                if doubt is not None and (doubt.fix is not None or doubt.answer):
-                    doubt = None
+                doubt = _left_after_fix(self._doubt(registry, turn, state, decision.calls))
             withheld = next((c.name for c in decision.calls if c.name in state.withheld), None)
             if withheld is not None and state.constrained and allow:
                 # Told that the tool has nothing for this request (``ports.Doubt.again``), the model calls it
@@ -967,12 +965,16 @@ def _after_note(turn: Turn, state: LoopState) -> bool:
 def _refixed(call: ToolCallRequest, found: ports.Doubt, doubt: Callable[[ToolCallRequest], ports.Doubt | None],
              ) -> tuple[StepDecision, ports.Doubt | None]:
     """A constrained ``call`` with the arguments its doubt fixes, and what the tool still says against the fixed call
-    (None: nothing, or only another fix or a guess, which the call as fixed outweighs): an argument the fix did not
-    touch may still contradict the user's words (the 0.5B's hourly reminder, its time fixed, had "Atlas is called
+    (``_left_after_fix``): an argument the fix did not touch may still contradict the user's words (the 0.5B's hourly reminder, its time fixed, had "Atlas is called
     atlas." from the memory block as its instruction; round 21)."""
     fixed = _fixed([call], found)[0]
-    after = doubt(fixed)
-    return StepDecision(call=fixed), (after if after is not None and after.fix is None and not after.answer else None)
+    return StepDecision(call=fixed), _left_after_fix(doubt(fixed))
+
+
+def _left_after_fix(doubt: ports.Doubt | None) -> ports.Doubt | None:
+    """What a tool still says against a call its doubt fixed: only an argument it contradicts; another fix or a
+    guess does not outweigh the call as fixed (one fix a call, never a chain)."""
+    return doubt if doubt is not None and doubt.fix is None and not doubt.answer else None
 
 
 def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:

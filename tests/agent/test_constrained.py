@@ -312,12 +312,16 @@ async def test_a_greeting_echoed_twice_is_not_shown(agent_env) -> None:
     assert events[-1]["content"] == shown(events) and events[-1]["content"].startswith("I could not produce an answer")
 
 
-async def test_a_question_restated_then_answered_is_an_answer(agent_env) -> None:
-    """The review's cases (round 20): with nothing done, only an answer that is the message itself is an echo."""
+@pytest.mark.parametrize(("message", "reply"), [
+    # The review's case (round 20): with nothing done, only an answer that is the message itself is an echo.
+    ("What is the capital of France?", "What is the capital of France? The capital of France is Paris."),
+    ("Hello there!", "Hello there!"),  # a short greeting returned
+])
+async def test_an_answer_that_is_no_echo_is_shown_after_one_request(agent_env, message, reply) -> None:
     await constrained(agent_env)
-    agent_env.fake.script(text="What is the capital of France? The capital of France is Paris.")
-    events = await agent_env.run("What is the capital of France?")
-    assert events[-1]["content"] == "What is the capital of France? The capital of France is Paris." == shown(events)
+    agent_env.fake.script(text=reply)
+    events = await agent_env.run(message)
+    assert events[-1]["content"] == reply == shown(events)
     assert len(agent_env.fake.chat_requests) == 1
 
 
@@ -330,14 +334,6 @@ def test_with_nothing_done_only_the_message_itself_is_an_echo() -> None:
     for fine in ("Merry Christmas and a happy new year! Wishing you all the best.",
                  "Thank you, and merry Christmas and a happy new year to you too!"):
         assert poor_answer(fine, small=True, asked=asked) is None, fine
-
-
-async def test_a_short_greeting_returned_is_an_answer(agent_env) -> None:
-    await constrained(agent_env)
-    agent_env.fake.script(text="Hello there!")
-    events = await agent_env.run("Hello there!")
-    assert events[-1]["content"] == "Hello there!" == shown(events)
-    assert len(agent_env.fake.chat_requests) == 1
 
 
 def test_only_a_whole_message_repeated_from_a_sentence_start_is_an_echo() -> None:
