@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 30 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 32 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -24,7 +24,8 @@ after round 15 had read fresh7, and round 17 **fresh9** (phrasings 21 and 22, in
 had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) after round 17 had read fresh9, and round 19
 **fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10, and round 20 **fresh12** (phrasings
 27 and 28, in ``FRESH12``) after round 19 had read fresh11, and round 21 **fresh13** (phrasings 29 and 30,
-in ``FRESH13``) after round 20 had read fresh12. Distinctive values (codes, numbers,
+in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phrasings 31 and 32, in ``FRESH14``)
+after round 21 had read fresh13. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -142,9 +143,10 @@ class Task:
 
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
-         "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13")  # by phrasing index
+         "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
+         "fresh14", "fresh14")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14")
 
 
 def _clock() -> float:
@@ -203,7 +205,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many planets are there in our solar system?": ("8", "eight"),
              # the thirteenth fresh half (round 21)
              "What is the capital of Germany?": ("berlin",),
-             "How many legs does an insect have?": ("6", "six")}
+             "How many legs does an insect have?": ("6", "six"),
+             # the fourteenth fresh half (round 22)
+             "Which metal is liquid at room temperature?": ("mercury",),
+             "How many strings does a standard violin have?": ("4", "four")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -726,8 +731,34 @@ FRESH13: dict[str, tuple[str, str]] = {
                  "Delegate to a helper agent: read facts.txt and tell me the magic number."),
 }
 
+# Round 22's held-out phrasings: fresh13 was read after round 21 reported it, so these were written,
+# and run once with round 21's code, before round 22 changed anything.
+FRESH14: dict[str, tuple[str, str]] = {
+    "greeting": ("Evening, Navi. How's it going?", "Yo! Long time no see."),
+    "plain_question": ("Which metal is liquid at room temperature?",
+                       "How many strings does a standard violin have?"),
+    "date_time": ("Which date is it today, do you know?", "Tell me the current time, would you?"),
+    "read_file": ("Look inside project.txt and give me the codename it mentions.",
+                  "I need the codename stored in project.txt."),
+    "file_question": ("report.txt: who's listed as the author?", "Find out for me who authored report.txt."),
+    "write_file": ("Make me shopping.txt listing milk, eggs and bread, a line each.",
+                   "Save milk, eggs and bread as separate lines in a new file named shopping.txt."),
+    "note": ("Take a note: plumber needs a call regarding invoice {v}.",
+             "Write down in my notes that I have to call the plumber, invoice {v}."),
+    "remember": ("Keep this in memory: my server is named {v}.",
+                 "From now on, know that my server's called {v}."),
+    "remind_once": ("Three minutes from now, tell me to stretch my legs.",
+                    "Give me a nudge in 3 minutes to get up and stretch."),
+    "remind_every": ("Every hour, remind me I should drink water.",
+                     "I'd like an hourly reminder to drink water, please."),
+    "todo": ("Start a to-do list for me: buy stamps, post the letter.",
+             "Put buy stamps and post the letter on my task list."),
+    "subagent": ("Ask a subagent to open facts.txt and tell me the magic number.",
+                 "Hand facts.txt to a helper agent and have it report the magic number back."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
