@@ -1051,6 +1051,20 @@ async def test_a_confirmed_call_may_not_copy_the_instruction_that_asked_for_it(a
     assert "repeats a tool's description or an instruction you were given" in repair
 
 
+async def test_an_argument_may_not_copy_the_instruction_of_a_constrained_call(agent_env) -> None:
+    # The 0.5B handed its helper "Write the one tool call the user's last message needs now, as {" (fresh14,
+    # round 22): the instruction a constrained call's request ends with, which it had just read.
+    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="server_name",
+                                       value="Write the one tool call the user's last message needs now, as {"))
+    constrained_call(agent_env.fake, "memory_save", category="preferences", key="server_name", value="boreas")
+    agent_env.fake.script(text="I'll remember that your server is called boreas.")
+    events = await agent_env.run("From now on, write down in your memory that my server is called boreas.")
+    assert [(tool, args.get("value"), ok) for tool, args, ok in calls(events)] == [("memory_save", "boreas", True)]
+    assert await _fact_values() == ["boreas"]
+    assert events[-1]["content"] == "I'll remember that your server is called boreas."
+
+
 async def test_a_reminder_without_a_time_made_again_after_the_doubt_is_set(agent_env) -> None:
     # "to call mom" may answer "What should I remind you of at 5pm?": the time was said before this message.
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
