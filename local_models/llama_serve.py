@@ -19,6 +19,13 @@ It also hands the GGUF chat template the tool-call arguments as an object: the
 OpenAI wire format (what Navi sends) carries them as a JSON *string*, and Qwen2.5's
 template renders ``arguments | tojson``, so the model would see its own earlier
 calls as ``"arguments": "{\\"timezone\\": ...}"`` and start imitating that.
+
+It gives the memory a request freed back to the system when the request ends (glibc's ``malloc_trim``;
+``--no_trim`` turns that off). A request with a JSON schema grammar (Navi's constrained calls) left
+llama-cpp-python 0.3.36's process 2.8 GB larger after the first one and about 2 MB after each one
+more, freed inside the process but never returned: over a benchmark of a few hundred requests a
+server reached 9 to 11 GB, and the kernel's out-of-memory killer ended one (docs/benchmarks.md,
+"Issue 24, round 22").
 """
 from __future__ import annotations
 
@@ -118,6 +125,36 @@ def _prompt_slots(slots: int) -> None:
     Llama._create_completion = _create_completion
 
 
+def _trim_after_requests() -> None:
+    """Free a completion's sampler when it ends and return freed memory to the system (``malloc_trim`` is
+    glibc's; elsewhere the sampler is still freed)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): no malloc_trim
+        trim = None
+    if trim is None:
+        print("malloc_trim is not available: freed memory may stay with the server", file=sys.stderr)
+    else:
+        trim.argtypes = [ctypes.c_size_t]
+    from llama_cpp.llama import Llama
+
+    original = Llama._create_completion
+
+    def _create_completion(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        try:
+            yield from original(self, *args, **kwargs)
+        finally:
+            self._sampler = None  # the request's sampler (its grammar) stays until the next request otherwise
+            if trim is not None:
+                trim(0)
+
+    Llama._create_completion = _create_completion
+
+
 def _arguments_as_objects() -> None:
     from llama_cpp import llama_chat_format
 
@@ -133,6 +170,9 @@ def _arguments_as_objects() -> None:
 def main() -> None:
     limit = _take(sys.argv, "--default_max_tokens", 1024)
     slots = _take(sys.argv, "--prompt_slots", 0)
+    trim = "--no_trim" not in sys.argv
+    if not trim:
+        sys.argv.remove("--no_trim")
     from llama_cpp.server import types
 
     for model in (types.CreateChatCompletionRequest, types.CreateCompletionRequest):
@@ -140,6 +180,8 @@ def main() -> None:
         model.model_rebuild(force=True)
     _arguments_as_objects()
     _prompt_slots(slots)
+    if trim:
+        _trim_after_requests()
     from llama_cpp.server.__main__ import main as serve
 
     serve()

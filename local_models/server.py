@@ -161,7 +161,7 @@ def server_command(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int
         "--model", str(model_path), "--model_alias", spec.alias,
         "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", str(spec.n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
-        "--n_batch", "256", "--interrupt_requests", "False",
+        "--n_batch", "256", "--interrupt_requests", "False", "--logits_all", "False",
         "--prompt_slots", str(PROMPT_SLOTS),
     ]
 

@@ -173,6 +173,7 @@ def test_server_command_is_tuned_for_a_small_cpu(tmp_path: Path) -> None:
     assert "--model_alias qwen2.5-coder-0.5b-instruct" in joined
     assert cmd[1].endswith("llama_serve.py") and "--default_max_tokens 1024" in joined
     assert f"--prompt_slots {server.PROMPT_SLOTS}" in joined and server.PROMPT_SLOTS > 0
+    assert "--logits_all False" in joined  # the server's default keeps logits of every token: gigabytes (round 22)
 
 
 def test_stale_pid_file_is_removed_and_nothing_is_killed(tmp_path: Path) -> None:
