@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import MEMORY_HEADER
-from agent.decide import CALL
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.ports import LOOKUP, SUMMARY, WORDS
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
@@ -530,10 +529,9 @@ def _loop_refusal(result: str) -> bool:
 def steering() -> tuple[str, ...]:
     """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
-    from what you know": the user's words, then the note of a doubt it had just read; it handed a helper the task
-    "Write the one tool call the user's last message needs now, as {", the constrained call's ``CALL``)."""
+    from what you know": the user's words, then the note of a doubt it had just read)."""
     return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
-            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED, CALL)
+            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 
 def _sentences(text: str) -> list[str]:

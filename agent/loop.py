@@ -52,6 +52,7 @@ from agent.aids import (
 from agent.compression import format_old, should_compress, split_turns, summarise, summary_message
 from agent.context import ContextBuilder
 from agent.decide import (
+    CALL,
     NO_TOOL,
     StepDecision,
     argument_problem,
@@ -952,8 +953,10 @@ def _still_unread(turn: Turn, state: LoopState) -> bool:
 def _steering(turn: Turn, state: LoopState) -> tuple[str, ...]:
     """What a call's argument must not copy of Navi's own words: its fixed steering (``aids.steering``) and the
     notes it wrote to the model in this turn (the 0.5B set a todo step "Not run: the fact 'boreas' is nothing
-    the user's words … say" for "Remind me every hour to drink water.", from the note of its doubted fact)."""
-    return (*steering(), *(QUOTED.sub(" … ", m.content or "") for m in notes(turn.history[state.start:])))
+    the user's words … say" for "Remind me every hour to drink water.", from the note of its doubted fact), and the
+    instruction a constrained call's request ends with (``decide.CALL``: the 0.5B handed its helper "Write the one tool
+    call the user's last message needs now, as {", round 22). Not for answers: a user may ask about that wording."""
+    return (*steering(), CALL, *(QUOTED.sub(" … ", m.content or "") for m in notes(turn.history[state.start:])))
 
 
 def _after_note(turn: Turn, state: LoopState) -> bool:
