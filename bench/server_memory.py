@@ -10,7 +10,8 @@ message, Navi's call instruction last, and the JSON schema of a call of any of t
 (``agent.decide.call_schema``) as ``response_format``. It prints the server's resident memory (VmRSS)
 before the first request, after the first, and every tenth after that, with the growth per request over the
 second half of the run. ``--env`` runs the server with extra environment variables (``MALLOC_ARENA_MAX=2``);
-``--no-trim`` turns off the wrapper's return of freed memory after each request, for a before/after.
+``--no-trim`` runs the server without the wrapper's freeing of each request's sampler and return of freed
+memory to the system, for a before/after.
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the server's environment")
     parser.add_argument("--plain-first", type=int, default=0,
                         help="send this many requests without a schema first (what the grammar itself costs)")
-    parser.add_argument("--no-trim", action="store_true", help="run the server without returning freed memory")
+    parser.add_argument("--no-trim", action="store_true", help="run the server without freeing each request's sampler and memory")
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "navi_site.settings")
@@ -74,7 +75,9 @@ def main() -> None:
     if args.no_trim:
         cmd.append("--no_trim")
     env = {**os.environ, **dict(e.split("=", 1) for e in args.env)}
-    log = Path(tempfile.mkstemp(prefix="navi-bench-memory-", suffix=".log")[1])
+    handle, name = tempfile.mkstemp(prefix="navi-bench-memory-", suffix=".log")
+    os.close(handle)
+    log = Path(name)
     with log.open("wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
@@ -100,7 +103,7 @@ def main() -> None:
                 text = texts[(i - 1) % len(texts)]
                 instruction = call_messages([], tools=tools)[-1]
                 body: dict[str, Any] = {
-                    "model": alias, "temperature": 0, "max_tokens": 200, "stream": False, "tools": tools,
+                    "model": alias, "temperature": 0, "max_tokens": 200, "stream": True, "tools": tools,
                     "messages": [{"role": "system", "content": "You are Navi, a personal assistant."},
                                  {"role": "user", "content": text},
                                  {"role": "system", "content": instruction.content}],
@@ -108,10 +111,14 @@ def main() -> None:
                 if i <= args.plain_first:
                     del body["response_format"]
                     body["max_tokens"] = 40
-                reply = client.post(f"{url}/chat/completions", json=body)
-                reply.raise_for_status()
+                text = ""
+                with client.stream("POST", f"{url}/chat/completions", json=body) as reply:  # as Navi's stream
+                    reply.raise_for_status()
+                    for line in reply.iter_lines():
+                        if line.startswith("data: {"):
+                            text += json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
                 if i > args.plain_first:
-                    json.loads(reply.json()["choices"][0]["message"]["content"] or "null")
+                    json.loads(text or "null")
                 readings.append((i, rss_mb(proc.pid)))
                 if i in (1, args.plain_first, args.plain_first + 1) or i % 10 == 0:
                     print(f"  after request {i:3d}: {readings[-1][1]:7.0f} MB")

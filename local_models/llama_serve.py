@@ -20,8 +20,8 @@ OpenAI wire format (what Navi sends) carries them as a JSON *string*, and Qwen2.
 template renders ``arguments | tojson``, so the model would see its own earlier
 calls as ``"arguments": "{\\"timezone\\": ...}"`` and start imitating that.
 
-It gives the memory a request freed back to the system when the request ends (glibc's ``malloc_trim``;
-``--no_trim`` turns that off). A request with a JSON schema grammar (Navi's constrained calls) left
+It frees a request's sampler when the request ends and gives the memory freed back to the system (glibc's
+``malloc_trim``; ``--no_trim`` turns both off). A request with a JSON schema grammar (Navi's constrained calls) left
 llama-cpp-python 0.3.36's process 2.8 GB larger after the first one and about 2 MB after each one
 more, freed inside the process but never returned: over a benchmark of a few hundred requests a
 server reached 9 to 11 GB, and the kernel's out-of-memory killer ended one (docs/benchmarks.md,
@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -96,7 +96,7 @@ class PromptSlots:
             key = tuple(evaluated)
             for old in [k for k in self.kept if _shared(k, key) == len(k)]:
                 del self.kept[old]
-            self.kept[key] = llama.save_state()
+            self.kept[key] = _lean(llama, llama.save_state())
             while len(self.kept) > self.slots:
                 self.kept.popitem(last=False)
         best = max(self.kept, key=lambda k: _shared(k, tokens), default=None)
@@ -105,6 +105,17 @@ class PromptSlots:
         llama.load_state(self.kept[best])
         self.kept.move_to_end(best)
         return _shared(best, tokens)
+
+
+def _lean(llama: Any, state: Any) -> Any:
+    """A kept state without the logits it need not keep: without ``logits_all`` only the last row of its
+    scores is ever read, and a copy of all of them (``n_batch`` x the vocabulary, 156 MB for Qwen2.5) came with
+    every kept prompt. ``load_state`` broadcasts the one row back."""
+    scores = getattr(state, "scores", None)
+    if getattr(llama, "_logits_all", True) or getattr(scores, "ndim", 0) != 2 or len(scores) <= 1:
+        return state
+    state.scores = scores[-1:].copy()
+    return state
 
 
 def _prompt_slots(slots: int) -> None:
@@ -125,9 +136,34 @@ def _prompt_slots(slots: int) -> None:
     Llama._create_completion = _create_completion
 
 
-def _trim_after_requests() -> None:
-    """Free a completion's sampler when it ends and return freed memory to the system (``malloc_trim`` is
-    glibc's; elsewhere the sampler is still freed)."""
+def finishing(original: Callable[..., Iterator[Any]], trim: Callable[[int], Any] | None) -> Callable[..., Iterator[Any]]:
+    """``Llama._create_completion`` that, when the completion ends, frees the sampler it made (its grammar; the
+    server keeps it until the next request otherwise) and returns freed memory to the system (``trim``).
+
+    Only the request's own sampler is freed: a stream whose client went away is closed when the garbage
+    collector gets to it, which may be while the next request generates (the server's lock is free by then),
+    and that request's sampler must stay."""
+
+    def _create_completion(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        ours = None
+        chunks = original(self, *args, **kwargs)
+        try:
+            for chunk in chunks:
+                ours = self._sampler  # the one this request's generation made
+                yield chunk
+        finally:
+            chunks.close()
+            if ours is not None and self._sampler is ours:
+                self._sampler = None
+            if trim is not None:
+                trim(0)
+
+    return _create_completion
+
+
+def _free_after_requests() -> None:
+    """Free each completion's sampler and return freed memory to the system when it ends (``malloc_trim``
+    is glibc's; elsewhere the sampler is still freed)."""
     import ctypes
     import ctypes.util
 
@@ -142,17 +178,7 @@ def _trim_after_requests() -> None:
         trim.argtypes = [ctypes.c_size_t]
     from llama_cpp.llama import Llama
 
-    original = Llama._create_completion
-
-    def _create_completion(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        try:
-            yield from original(self, *args, **kwargs)
-        finally:
-            self._sampler = None  # the request's sampler (its grammar) stays until the next request otherwise
-            if trim is not None:
-                trim(0)
-
-    Llama._create_completion = _create_completion
+    Llama._create_completion = finishing(Llama._create_completion, trim)
 
 
 def _arguments_as_objects() -> None:
@@ -181,7 +207,7 @@ def main() -> None:
     _arguments_as_objects()
     _prompt_slots(slots)
     if trim:
-        _trim_after_requests()
+        _free_after_requests()
     from llama_cpp.server.__main__ import main as serve
 
     serve()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from local_models.llama_serve import SWAP_MIN_TOKENS, PromptSlots
+from local_models.llama_serve import SWAP_MIN_TOKENS, PromptSlots, _lean, finishing
 
 LONG = SWAP_MIN_TOKENS * 4
 
@@ -79,3 +79,61 @@ def test_the_oldest_conversation_is_dropped_beyond_the_slots_and_an_earlier_stat
     assert len(slots.kept) == 2 and all(key[0] != 1 for key in slots.kept)  # first went, as the oldest
     assert context.run(slots, third + [9]) == 1
     assert context.run(slots, first + [5, 6]) == LONG + 2  # dropped: read again whole
+
+
+# -- what a request leaves behind (round 22) ----------------------------------------------------------------
+
+
+class Generating:
+    """Stands in for ``Llama`` in ``_create_completion``: generation makes the request's sampler."""
+
+    def __init__(self) -> None:
+        self._sampler: object | None = None
+
+    def original(self, name: str, chunks: int = 3):  # noqa: ANN201 - a generator, as llama-cpp-python's is
+        self._sampler = object()
+        for i in range(chunks):
+            yield f"{name}{i}"
+
+
+def test_a_finished_completion_frees_its_sampler_and_trims() -> None:
+    trims: list[int] = []
+    llama = Generating()
+    complete = finishing(Generating.original, trims.append)
+    assert list(complete(llama, "a")) == ["a0", "a1", "a2"]
+    assert llama._sampler is None and trims == [0]
+
+
+def test_a_stream_closed_late_leaves_the_running_requests_sampler_alone() -> None:
+    # A stream whose client went away is closed when the garbage collector gets to it, possibly while the next
+    # request generates: that request's sampler (its grammar) must stay.
+    llama = Generating()
+    complete = finishing(Generating.original, None)
+    abandoned = complete(llama, "a")
+    assert next(abandoned) == "a0"
+    running = complete(llama, "b")
+    assert next(running) == "b0"
+    sampler_of_b = llama._sampler
+    abandoned.close()
+    assert llama._sampler is sampler_of_b
+    assert list(running) == ["b1", "b2"] and llama._sampler is None
+
+
+@dataclass
+class State:
+    scores: np.ndarray
+
+
+@dataclass
+class Kept:
+    _logits_all: bool
+
+
+def test_a_kept_state_keeps_one_row_of_scores_without_logits_all() -> None:
+    scores = np.arange(12, dtype=np.single).reshape(4, 3)
+    lean = _lean(Kept(_logits_all=False), State(scores.copy()))
+    assert lean.scores.tolist() == [[9.0, 10.0, 11.0]]
+    target = np.zeros((4, 3), dtype=np.single)
+    target[:2, :] = lean.scores  # what load_state does: one row broadcasts
+    assert target[1].tolist() == [9.0, 10.0, 11.0]
+    assert _lean(Kept(_logits_all=True), State(scores.copy())).scores.shape == (4, 3)  # logprobs need them all
