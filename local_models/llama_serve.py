@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 
@@ -111,7 +111,7 @@ def _lean(llama: Any, state: Any) -> Any:
     """A kept state without the logits it need not keep: without ``logits_all`` only the last row of its
     scores is ever read, and a copy of all of them (``n_batch`` x the vocabulary, 156 MB for Qwen2.5) came with
     every kept prompt. ``load_state`` broadcasts the one row back."""
-    scores = getattr(state, "scores", None)
+    scores: Any = getattr(state, "scores", None)
     if getattr(llama, "_logits_all", True) or getattr(scores, "ndim", 0) != 2 or len(scores) <= 1:
         return state
     state.scores = scores[-1:].copy()
@@ -136,7 +136,8 @@ def _prompt_slots(slots: int) -> None:
     Llama._create_completion = _create_completion
 
 
-def finishing(original: Callable[..., Iterator[Any]], trim: Callable[[int], Any] | None) -> Callable[..., Iterator[Any]]:
+def finishing(original: Callable[..., Generator[Any, Any, Any]],
+              trim: Callable[[int], Any] | None) -> Callable[..., Iterator[Any]]:
     """``Llama._create_completion`` that, when the completion ends, frees the sampler it made (its grammar; the
     server keeps it until the next request otherwise) and returns freed memory to the system (``trim``).
 
