@@ -152,8 +152,13 @@ def finishing(original: Callable[..., Generator[Any, Any, Any]],
             for chunk in chunks:
                 ours = self._sampler  # the one this request's generation made
                 yield chunk
+        except Exception:
+            ours = self._sampler  # generation failed in the request's own thread, before any chunk: its sampler
+            raise
         finally:
             chunks.close()
+            # A close from the garbage collector could still pass this test just before the next request sets its
+            # sampler (a few bytecodes); only a lock the next request's start takes too would close that.
             if ours is not None and self._sampler is ours:
                 self._sampler = None
             if trim is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 
 from local_models.llama_serve import SWAP_MIN_TOKENS, PromptSlots, _lean, finishing
 
@@ -92,6 +93,8 @@ class Generating:
 
     def original(self, name: str, chunks: int = 3):  # noqa: ANN201 - a generator, as llama-cpp-python's is
         self._sampler = object()
+        if chunks < 0:
+            raise RuntimeError("llama_decode returned 1")
         for i in range(chunks):
             yield f"{name}{i}"
 
@@ -101,6 +104,14 @@ def test_a_finished_completion_frees_its_sampler_and_trims() -> None:
     llama = Generating()
     complete = finishing(Generating.original, trims.append)
     assert list(complete(llama, "a")) == ["a0", "a1", "a2"]
+    assert llama._sampler is None and trims == [0]
+
+
+def test_a_completion_that_fails_before_its_first_chunk_frees_its_sampler() -> None:
+    trims: list[int] = []
+    llama = Generating()
+    with pytest.raises(RuntimeError, match="llama_decode"):
+        list(finishing(Generating.original, trims.append)(llama, "a", -1))
     assert llama._sampler is None and trims == [0]
 
 
