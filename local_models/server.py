@@ -154,7 +154,10 @@ def server_command(paths: Paths, spec: ModelSpec, model_path: Path, *, port: int
       (Navi's) generates until the context is full when the model loops;
     - ``--prompt_slots``: the evaluated prompts of that many other conversations are kept aside
       (``llama_serve.py``), so a memory summary, a title or a helper agent in between does not cost
-      the conversation a whole new prefill of its ~2 000-token prompt.
+      the conversation a whole new prefill of its ~2 000-token prompt;
+    - ``--logits_all False``: the server's default keeps the logits of every prompt token (n_ctx x the
+      vocabulary, 5 GB for Qwen2.5 at 8 192), which only ``logprobs`` reads and Navi never asks for; the
+      servers grew to 9 and 11 GB with it (issue 24, round 22).
     """
     return [
         str(paths.python), str(LAUNCHER), "--default_max_tokens", str(DEFAULT_MAX_TOKENS),
