@@ -20,12 +20,10 @@ OpenAI wire format (what Navi sends) carries them as a JSON *string*, and Qwen2.
 template renders ``arguments | tojson``, so the model would see its own earlier
 calls as ``"arguments": "{\\"timezone\\": ...}"`` and start imitating that.
 
-It frees a request's sampler when the request ends and gives the memory freed back to the system (glibc's
-``malloc_trim``; ``--no_trim`` turns both off). A request with a JSON schema grammar (Navi's constrained calls) left
-llama-cpp-python 0.3.36's process 2.8 GB larger after the first one and about 2 MB after each one
-more, freed inside the process but never returned: over a benchmark of a few hundred requests a
-server reached 9 to 11 GB, and the kernel's out-of-memory killer ended one (docs/benchmarks.md,
-"Issue 24, round 22").
+It frees a request's sampler (its grammar) when the request ends, rather than when the next one begins, and
+gives the memory freed back to the system (glibc's ``malloc_trim``; ``--no_trim`` turns both off). What had
+made the servers grow to 9 and 11 GB was not the grammar but the server's ``logits_all`` default, which
+``real_model`` now turns off (``server.server_command``; docs/benchmarks.md, "Issue 24, round 22").
 """
 from __future__ import annotations
 
