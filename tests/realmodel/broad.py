@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 32 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 34 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -25,7 +25,8 @@ had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) 
 **fresh11** (phrasings 25 and 26, in ``FRESH11``) after round 18 had read fresh10, and round 20 **fresh12** (phrasings
 27 and 28, in ``FRESH12``) after round 19 had read fresh11, and round 21 **fresh13** (phrasings 29 and 30,
 in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phrasings 31 and 32, in ``FRESH14``)
-after round 21 had read fresh13. Distinctive values (codes, numbers,
+after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, in ``FRESH15``) after round 22
+had read fresh14. Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -144,9 +145,9 @@ class Task:
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
-         "fresh14", "fresh14")  # by phrasing index
+         "fresh14", "fresh14", "fresh15", "fresh15")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15")
 
 
 def _clock() -> float:
@@ -208,7 +209,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many legs does an insect have?": ("6", "six"),
              # the fourteenth fresh half (round 22)
              "Which metal is liquid at room temperature?": ("mercury",),
-             "How many strings does a standard violin have?": ("4", "four")}
+             "How many strings does a standard violin have?": ("4", "four"),
+             # the fifteenth fresh half (round 23)
+             "What is the largest mammal on Earth?": ("whale",),
+             "How many bones are there in an adult human body?": ("206",)}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -757,8 +761,35 @@ FRESH14: dict[str, tuple[str, str]] = {
                  "Hand facts.txt to a helper agent and have it report the magic number back."),
 }
 
+# Round 23's held-out phrasings: fresh14 was read after round 22 reported it, so these were written,
+# and run once with round 22's code, before round 23 changed anything.
+FRESH15: dict[str, tuple[str, str]] = {
+    "greeting": ("Hey there Navi, nice to talk to you again.", "Good day! How have you been?"),
+    "plain_question": ("What is the largest mammal on Earth?",
+                       "How many bones are there in an adult human body?"),
+    "date_time": ("I lost track of the days, what date is it?", "Do you know what hour it is right now?"),
+    "read_file": ("Peek at project.txt and tell me which codename is written there.",
+                  "What codename is in the file project.txt?"),
+    "file_question": ("Who is the author of the document report.txt?",
+                      "Can you see in report.txt who wrote it?"),
+    "write_file": ("Save a shopping.txt that has milk, eggs and bread on separate lines.",
+                   "I want a shopping.txt file: milk, eggs and bread, one line apiece."),
+    "note": ("Note for me: ring the plumber about invoice {v}.",
+             "Add to my notes that the plumber must be called about invoice {v}."),
+    "remember": ("Make a mental note that my server goes by the name {v}.",
+                 "Store this about me: the name of my server is {v}."),
+    "remind_once": ("In three minutes, remind me that I should stretch my legs.",
+                    "Alert me to stretch my legs once 3 minutes have passed."),
+    "remind_every": ("Nudge me to drink water once every hour.",
+                     "Can you set an hourly drink-water reminder for me?"),
+    "todo": ("I need a to-do list: buy stamps and post the letter.",
+             "Create tasks for buy stamps and post the letter."),
+    "subagent": ("Get a helper agent to look in facts.txt and report the magic number.",
+                 "Let a subagent go through facts.txt and come back with the magic number."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
