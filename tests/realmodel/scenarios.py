@@ -69,6 +69,11 @@ class Turn:
         return [e for e in self.events if e["type"] == "tool_call" and (tool is None or e["tool"] == tool)]
 
     @property
+    def approvals(self) -> list[dict[str, Any]]:
+        """The approval cards the turn showed (the harness denies each: ``turn``)."""
+        return [e for e in self.events if e["type"] == "approval_required"]
+
+    @property
     def started(self) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == "tool_started"]
 
@@ -120,13 +125,22 @@ async def turn(env: Env, sid: str, text: str, *, stop_after_deltas: int | None =
             if remaining <= 0:
                 events.append({"type": "error", "message": f"harness: no end of turn within {timeout:.0f} s"})
                 break
-            event = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+            try:
+                event = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+            except TimeoutError:
+                continue  # the deadline passed: said above, as the turn's error
             if event["type"] in ("heartbeat", "session_sync"):
                 continue
             event["_t"] = time.monotonic()  # when it arrived (time to first token)
             events.append(event)
             if event["type"] in TERMINAL:
                 break
+            if event["type"] == "approval_required":
+                # No task asks for anything that needs approval (the session's own folder needs none): the user
+                # denies what they did not ask for, as a person at the card would, and the turn goes on (the 0.5B
+                # wrote /home/navi/water.txt for an hourly reminder, and the turn waited for the card; round 23).
+                await ws.send(json.dumps({"type": "approval", "approval_id": event["approval_id"],
+                                          "decision": "deny", "scope": "once", "reason": "I did not ask for that."}))
             deltas = sum(1 for e in events if e["type"] == "stream_delta")
             if stop_after_deltas is not None and not stopped and deltas >= stop_after_deltas:
                 await ws.send(json.dumps({"type": "stop"}))
@@ -160,6 +174,9 @@ def _done(start: float, ok: bool, detail: str, *turns: Turn, allowed: frozenset[
     for t in turns:
         if '"name"' in t.final and '"arguments"' in t.final:
             problems.append("the answer shown is a raw tool call")
+        for asked in t.approvals:
+            problems.append(f"asked to approve {asked['tool']}({json.dumps(asked.get('args'))[:80]}), which the "
+                            "task never needs (denied)")
         stray = sorted({c["tool"] for c in t.calls() if c["tool"] in SIDE_EFFECTS - allowed})
         if stray:
             problems.append(f"ran unrequested tools {stray}")

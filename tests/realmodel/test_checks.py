@@ -27,3 +27,16 @@ def test_a_greeting_returned_or_an_answer_in_the_requests_words_is_an_answer() -
 def test_navis_fallback_is_no_answer() -> None:
     shown = "I could not produce an answer this time. Please rephrase or try again."
     assert answered(_turn("Hey Navi, nice to see you.", shown)) == "Navi's own admission that it has no answer"
+
+
+def test_an_approval_card_for_what_the_task_never_needs_fails_the_task() -> None:
+    from tests.realmodel.scenarios import _done
+
+    shown = _turn("Nudge me to drink water once every hour.", "I'll remind you every hour to drink water.")
+    assert _done(0.0, True, "ok", shown).ok
+    asked = Turn(events=[{"type": "approval_required", "approval_id": "a1", "tool": "filesystem",
+                          "args": {"action": "write", "path": "/home/navi/water.txt"}}, *shown.events],
+                 seconds=1.0, asked=shown.asked)
+    outcome = _done(0.0, True, "ok", asked)
+    assert not outcome.ok and outcome.core_ok
+    assert "asked to approve filesystem" in outcome.detail and "water.txt" in outcome.detail
