@@ -88,6 +88,7 @@ from agent.profiles import ProfileSpec, aload_profile
 from agent.store import SessionNotFound, SessionState, SessionStore, repair_context
 from agent.stream_guard import iter_stream_guarded
 from agent.streaming import StreamedCall
+from agent.textcalls import extract_text_tool_calls
 from agent.toolplan import FIND_TOOLS, ToolPlan, estimate_tokens, loaded_tools, plan_tools
 from agent.toolrun import ToolOutcome, canonical, execute_with_sink
 from agent.turn import Turn
@@ -490,6 +491,15 @@ class Agent:
                 decision = Decision(calls=[ToolCallRequest(id=new_call_id(), name="filesystem",
                                                            arguments={"action": "read", "path": name})
                                            for name in turn.named_files[:MAX_NAMED_READS]], content="", from_text=True)
+            late = self._late_call(call, decision, plan, turn, state, registry, bool(names))
+            if late is not None:
+                # Ordered to answer when no tool had run (its calls were unusable), the model wrote a valid call of an
+                # offered tool that no doubt holds: the 0.5B chose memory_save twice, with a refusal as the value, for
+                # "Can you see in report.txt who wrote it?", then wrote the read, and the user got Navi's fallback
+                # (round 23). It runs, once a turn; the next step answers from its result.
+                state.late_call = True
+                log.info("answer_call_run", tool=late.name)
+                decision = Decision(calls=[late], content="", from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
@@ -634,6 +644,29 @@ class Agent:
         finder = registry.schemas([FIND_TOOLS]) if FIND_TOOLS not in names else []
         return plan_tools(schemas, budget=budget, fixed_tokens=fixed, loaded=loaded_tools(turn.history),
                           finder=finder[0] if finder else None)
+
+    def _late_call(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn, state: LoopState,
+                   registry: ports.ToolSet, offered: bool) -> ToolCallRequest | None:
+        """The call a small model wrote where its answer was asked for, when it may still run (``_iterate``): no
+        tool ran in this turn, none ran this way before, and the call is a valid one of a tool this turn offers,
+        not withheld nor doubted in this turn, with arguments no check and no doubt of its tool holds (what a
+        doubt fixes stays fixed)."""
+        if not (decision.replaced and offered and state.small and state.constrained and not state.late_call
+                and not results(turn.history[state.start:])):
+            return None
+        found = extract_text_tool_calls(call.text, set(plan.callable))
+        first = found.calls[0] if found.calls else None
+        if (first is None or first.arguments_error or first.name in state.withheld
+                or first.name in state.doubted_tools
+                or argument_problem(first.arguments, plan.parameters(first.name),
+                                    descriptions(plan.every, _steering(turn, state)), turn.goal)):
+            return None
+        first = self._unsaid_dropped(first, plan, turn, state)
+        doubt = self._doubt(registry, turn, state, [first])
+        if doubt is not None and doubt.fix is not None:
+            first = _fixed([first], doubt)[0]
+            doubt = _left_after_fix(self._doubt(registry, turn, state, [first]))
+        return first if doubt is None else None
 
     @staticmethod
     def _unsaid_dropped(call: ToolCallRequest, plan: ToolPlan, turn: Turn, state: LoopState) -> ToolCallRequest:

@@ -1425,3 +1425,49 @@ def test_what_keeps_the_users_whole_message() -> None:
     assert not the_whole_message("buy milk", "Here's my todo list:\n- buy milk\n- call mom\n- fix bike")
     assert not the_whole_message("Read report.txt", "Summarize report.txt")
     assert not the_whole_message("Hello!", "Hi!") and not the_whole_message("", "Hi there, friend")
+
+
+async def test_a_valid_call_written_as_the_answer_when_no_tool_ran_runs(agent_env, settings) -> None:
+    # The 0.5B chose memory_save twice, with a refusal as the value, for "Can you see in report.txt who wrote it?",
+    # then, told to answer, wrote the read the request needed; the user got Navi's fallback (fresh15, round 23).
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text("Quarterly report\nAuthor: Dana Okafor\n")
+    await constrained(agent_env, enabled_tools=["memory_save", "filesystem"])
+    refusal = dict(category="preferences", key="author", value="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text=as_text("memory_save", **refusal))
+    constrained_call(agent_env.fake, "memory_save", **refusal)
+    constrained_call(agent_env.fake, "memory_save", **refusal)  # the repair round: the same at temperature 0
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))  # where the answer was asked
+    agent_env.fake.script(text="Dana Okafor wrote report.txt.")
+    events = await agent_env.run("Can you see in report.txt who wrote it?")
+    assert [(tool, args.get("path"), ok) for tool, args, ok in calls(events)] == [("filesystem", "report.txt", True)]
+    assert await _fact_values() == []
+    assert events[-1]["content"] == "Dana Okafor wrote report.txt." == shown(events)
+
+
+async def test_a_call_written_as_the_answer_does_not_run_after_a_tool_ran_or_when_doubted(agent_env, settings) -> None:
+    # Only when no tool ran: after a result, a call where the answer was asked is never run nor shown.
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text("Quarterly report\nAuthor: Dana Okafor\n")
+    await constrained(agent_env, enabled_tools=["memory_save", "filesystem"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="author", value="Dana Okafor"))
+    agent_env.fake.script(text="Dana Okafor wrote report.txt.")  # asked again: the call was no answer
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [tool for tool, _args, ok in calls(events)] == ["filesystem"]
+    assert await _fact_values() == []
+    assert events[-1]["content"] == "Dana Okafor wrote report.txt." == shown(events)
+    # Nor a call its tool's doubt holds: the clock for a greeting, written where the answer was asked.
+    await constrained(agent_env, enabled_tools=["get_current_datetime", "memory_save"])
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="greeting",
+                                       value="I'm sorry, but I can't assist with that."))
+    for _ in range(2):
+        constrained_call(agent_env.fake, "memory_save", category="preferences", key="greeting",
+                         value="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
+    agent_env.fake.script(text="Hello! Nice to hear from you.")
+    events = await agent_env.run("Hello there, Navi!")
+    assert not calls(events) and not started(events)
+    assert await _fact_values() == []
