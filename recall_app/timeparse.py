@@ -124,8 +124,13 @@ _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
-# "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10").
-_SAID_ONCE_RE = re.compile(rf"\b(?:(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
+# "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10"); so is the time until
+# something happens counted as passing: "once 3 minutes have passed", "when ten minutes are up", "after an hour
+# has gone by" (the 1.5B set "Alert me to stretch my legs once 3 minutes have passed" for 09:00 the next day;
+# round 23).
+_SAID_ONCE_RE = re.compile(rf"\b(?:(?:once|when|after)\s+(?P<passed>{_SAID_DURATION})\s+(?:(?:have|has)\s+"
+                           r"(?:passed|elapsed|gone\s+by|gone)|(?:is|are)\s+up|pass(?:es)?|elapse[sd]?)"
+                           rf"|(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
                            r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
 # "every hour", "every 2 hours", "each hour", "every single day" (said for emphasis); not "every second
 # week" (an ordinal), "every day of the trip", "every week's goals", "for each day" (one of several, not a
@@ -150,7 +155,8 @@ _SAID_RATE_RE = re.compile(
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
-    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
+    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?!(?:and|or|of|to|for|with|from|about|the|an?|my|your)\b)[a-z]+"
+    r"(?:-[a-z]+)*\s+){0,2}(?:(?:recurring|repeating|regular)\s+)?"
     r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
 # A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
 # not one already there ("cancel the 10-minute reminder").
@@ -218,7 +224,7 @@ def said_times(text: str) -> SaidTimes:
             once.append((match.group("span"), seconds))
     rest = _SAID_KIND_ONCE_RE.sub(" ", rest)
     for match in _SAID_ONCE_RE.finditer(rest):
-        seconds = parse_duration(match.group("lead") or match.group("tail") or "")
+        seconds = parse_duration(match.group("passed") or match.group("lead") or match.group("tail") or "")
         plain = plain and not _QUALIFIED_RE.match(rest, match.end())
         if seconds:
             once.append((match.group(0), seconds))

@@ -469,6 +469,15 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("after an hour, look again").once == (("after an hour", 3600),)
     assert said_times("a reminder three minutes out so I stretch").once == (("three minutes out", 180),)  # round 13
     assert said_times("the score was 3 minutes out of 10").once == ()
+    # The time until it is due said as passing (the 1.5B set "once 3 minutes have passed" for 09:00 the next day;
+    # fresh15, round 23); not a story in the past.
+    for text, said, seconds in (("Alert me to stretch once 3 minutes have passed.", "once 3 minutes have passed", 180),
+                                ("when ten minutes are up, ping me", "when ten minutes are up", 600),
+                                ("after an hour has gone by, check the oven", "after an hour has gone by", 3600),
+                                ("once five minutes pass, remind me to turn the rice", "once five minutes pass", 300),
+                                ("when 2 hours have elapsed tell me to stop", "when 2 hours have elapsed", 7200)):
+        assert said_times(text).once == ((said, seconds),), text
+    assert said_times("I called him once 3 minutes had passed").once == ()
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
     assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
@@ -492,7 +501,10 @@ def test_the_relative_times_a_request_says() -> None:
                           ("I want an hourly reminder to drink water, please.", 3600),
                           ("Set a daily reminder: take the pills", 86400), ("set up weekly alarms for the bins", 604800),
                           ("a daily check-in on the build, please", 86400),
-                          ("Set an hourly recurring reminder: drink water.", 3600)):  # the 0.5B, fresh11 (round 19)
+                          ("Set an hourly recurring reminder: drink water.", 3600),  # the 0.5B, fresh11 (round 19)
+                          # with what it is about between (the 1.5B set it once, fresh15, round 23)
+                          ("Can you set an hourly drink-water reminder for me?", 3600),
+                          ("a daily pill reminder, please", 86400), ("set a weekly bin day alarm", 604800)):
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
@@ -505,6 +517,7 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Remind me this evening to send the weekly report").every == ()
     assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
     assert said_times("Send me a daily summary in 2 hours").every == ()
+    assert said_times("I need a daily summary and a reminder in 2 hours").every == ()
     # ... nor one already there: "cancel my weekly reminder" is a one-off about a repeat.
     for text in ("the weekly reminders email came; remind me in 5 minutes to read it", "my hourly reminderless rate",
                  "Remind me to cancel my weekly reminder", "in 10 minutes, remind me to read the daily alerts",
