@@ -1484,3 +1484,47 @@ async def test_a_call_written_as_the_answer_does_not_run_after_a_tool_ran_or_whe
     events = await agent_env.run("Hello there, Navi!")
     assert not calls(events) and not started(events)
     assert await _fact_values() == []
+
+
+async def test_a_change_outside_the_conversations_folder_at_a_place_nobody_named_is_not_made(agent_env, settings,
+                                                                                             tmp_path) -> None:
+    # The 0.5B wrote /home/navi/water.txt for "Nudge me to drink water once every hour.", and the user got an
+    # approval card for a file they never asked for (fresh15, round 23).
+    settings.FS_ALLOWED_PATHS = [str(tmp_path)]
+    await constrained(agent_env, enabled_tools=["filesystem", "schedule_recall"])
+    guessed = str(tmp_path / "water.txt")
+    agent_env.fake.script(text=as_text("filesystem", action="write", path=guessed, content="Drink water."))
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="recurring", when="in 1 hour", interval_seconds=3600,
+                                       additional_context_message="Remind the user to drink water."))
+    agent_env.fake.script(text="I'll remind you to drink water every hour.")
+    events = await agent_env.run("Nudge me to drink water once every hour.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert not [e for e in events if e["type"] == "approval_required"] and not (tmp_path / "water.txt").exists()
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "outside this conversation's folder" in told
+    assert events[-1]["content"] == "I'll remind you to drink water every hour."
+
+
+def test_which_changes_are_a_guess_at_a_place(settings, tmp_path) -> None:
+    from agent.ctx import current_session_id
+    from tools_app.builtins.filesystem import FilesystemTool
+
+    settings.FS_ALLOWED_PATHS = [str(tmp_path)]
+    settings.SESSION_FILES_DIR = str(tmp_path / "sessions")
+    token = current_session_id.set("s1")
+    try:
+        tool = FilesystemTool()
+        outside = str(tmp_path / "water.txt")
+        doubt = tool.doubt({"action": "write", "path": outside, "content": "x"}, "Nudge me to drink water hourly.")
+        assert doubt is not None and doubt.answer and doubt.repeated_runs and doubt.fix is None
+        # Named by the user, inside the conversation's folder, or a new file there: no guess.
+        assert tool.doubt({"action": "write", "path": outside, "content": "x"}, f"Save it as {outside}") is None
+        assert tool.doubt({"action": "write", "path": outside, "content": "x"}, "Save it as water.txt there") is None
+        assert tool.doubt({"action": "write", "path": "poem.txt", "content": "x"}, "Put that in a file.") is None
+        assert tool.doubt({"action": "append", "path": "notes/a.md", "content": "x"}, "Add it somewhere.") is None
+        # A move out of the folder to a place nobody named, and a place no tool may write to.
+        assert tool.doubt({"action": "move", "path": "a.txt", "destination": outside}, "Tidy up a.txt") is not None
+        refused = tool.doubt({"action": "delete", "path": "/etc/hosts"}, "Clean up, please.")
+        assert refused is not None and "outside the allowed directories" in refused.reason
+    finally:
+        current_session_id.reset(token)

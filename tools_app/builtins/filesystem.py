@@ -406,7 +406,7 @@ class FilesystemTool(Tool):
                          fix={"path": meant})
         # Any look (an "exists" too: the note says the same, that the path is not there, without a card).
         if action in WRITE_ACTIONS:
-            return None
+            return _unasked_place(action, params, request)
         if _named(raw, request):
             return None
         try:
@@ -427,6 +427,33 @@ class FilesystemTool(Tool):
         if summary:
             metadata[SUMMARY] = summary
         return ToolResult(success=True, output=output, metadata=metadata)
+
+
+def _unasked_place(action: str, params: dict[str, Any], request: str) -> Doubt | None:
+    """A change outside this conversation's own folder at a path the user's words do not name is a guess at a
+    place (the 0.5B wrote /home/navi/water.txt for "Nudge me to drink water once every hour.", and the user got an
+    approval card for it; round 23): not run, no card, and the model is told so. Held loosely: a model that
+    calls it again (a user who said "in my home folder") goes on to the approval the change needs anyway. Inside
+    the folder a new file needs no name from the user ("put that in a file")."""
+    paths = [params.get("path"), *([params.get("destination")] if action == "move" else [])]
+    try:
+        own = session_dir(create=False).resolve()
+    except ToolError:
+        return None  # no conversation (a script): nothing to tell apart
+    for raw in paths:
+        if not isinstance(raw, str) or not raw.strip() or _named(raw, request):
+            continue
+        try:
+            where = resolve_path(raw)
+        except ToolError as exc:  # it would be refused (after a card): said now, without one
+            return Doubt(reason=f"{exc} The user's words name no such place, so nothing was changed there.",
+                         answer=True, repeated_runs=True)
+        if where == own or own in where.parents:
+            continue
+        return Doubt(reason=f"{raw.strip()!r} is outside this conversation's folder, and the user's words name no "
+                            "such place, so nothing was changed there. Use that place only if the user asked for "
+                            "it; otherwise do what they asked.", answer=True, repeated_runs=True)
+    return None
 
 
 def _has_files() -> bool:
