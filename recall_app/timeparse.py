@@ -129,7 +129,7 @@ _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 # has gone by" (the 1.5B set "Alert me to stretch my legs once 3 minutes have passed" for 09:00 the next day;
 # round 23).
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:once|when|after)\s+(?P<passed>{_SAID_DURATION})\s+(?:(?:have|has)\s+"
-                           r"(?:passed|elapsed|gone\s+by|gone)|(?:is|are)\s+up|pass(?:es)?|elapse[sd]?)"
+                           r"(?:passed|elapsed|gone\s+by|gone)|(?:is|are)\s+up|(?:pass(?:es)?|elapses?)(?=\s*(?:$|[,.;:!?])))"
                            rf"|(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
                            r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
 # "every hour", "every 2 hours", "each hour", "every single day" (said for emphasis); not "every second
@@ -150,14 +150,19 @@ _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bth
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
     r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
-    r"(?P<per>minute|hour|day|week)(?![\w-])|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
+    r"(?P<per>minute|hour|day|week)(?![\w-])(?!\s+(?:has|have)\s+(?:passed|elapsed|gone)|\s+is\s+up)|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
-    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?!(?:and|or|of|to|for|with|from|about|the|an?|my|your)\b)[a-z]+"
-    r"(?:-[a-z]+)*\s+){0,2}(?:(?:recurring|repeating|regular)\s+)?"
-    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b))")
+    r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
+    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b)|"
+    # what it is about between, for one thing asked for: "an hourly drink-water reminder", "a daily pill alarm"
+    # (the 1.5B set the first once; round 23); not "cancel weekly newsletter alerts", "turn off hourly battery alerts"
+    r"(?<=\ba )(?P<kind_of>hourly|daily|weekly)(?=\s+(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
+    r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in)\b(?!-))|"
+    r"(?<=\ban )(?P<kind_of_an>hourly|daily|weekly)(?=\s+(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
+    r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in)\b(?!-)))")
 # A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
 # not one already there ("cancel the 10-minute reminder").
 _SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
@@ -168,7 +173,7 @@ _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
 _ANY_DURATION_RE = re.compile(_SAID_PART)
 # What makes a time said relative to something else, or only part of one.
-_QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|earlier\b|ago\b|early\b|late\b)")
+_QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|since\b|earlier\b|ago\b|early\b|late\b)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +243,7 @@ def said_times(text: str) -> SaidTimes:
 def _rate_seconds(match: re.Match[str]) -> int | None:
     """The interval a repeat said as a rate means, in whole minutes ("twice a day": every 12 hours); None
     for no count ("zero times a day") or an interval under a minute."""
-    adverb = match.group("adverb") or match.group("kind")
+    adverb = match.group("adverb") or match.group("kind") or match.group("kind_of") or match.group("kind_of_an")
     if adverb:
         return _UNITS[_ADVERB_UNITS[adverb]]
     if match.group("other"):
