@@ -111,7 +111,7 @@ class LoopState:
     reconsidered: bool = False  # an answer before any tool ran was decided again under the grammar (``_may_reconsider``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
-    late_call: bool = False  # a call written where the answer was asked for ran (``Agent._late_call``)
+    undecided: bool = False  # a constrained decision gave up: no usable call came, none was chosen
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off

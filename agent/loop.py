@@ -340,7 +340,7 @@ class Agent:
                                               *(request_openers(asked(turn, state)) if state.small else ()),
                                               *(result_openers(turn.history[state.start:]) if state.small else ())),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
-                                          or self._unread(turn, state, allow, names) or _still_unread(turn, state)),
+                                          or self._unread(turn, state, bool(names), names) or _still_unread(turn, state)),
                                 hold_words=held_words(turn.history[state.start:], turn.named_files)
                                 if state.small and self._may_retry(turn, state) else 0)
             async for ev in call.events():
@@ -493,13 +493,14 @@ class Agent:
                                            for name in turn.named_files[:MAX_NAMED_READS]], content="", from_text=True)
             late = self._late_call(call, decision, plan, turn, state, registry, bool(names))
             if late is not None:
-                # Ordered to answer when no tool had run (its calls were unusable), the model wrote a valid call of an
-                # offered tool that no doubt holds: the 0.5B chose memory_save twice, with a refusal as the value, for
-                # "Can you see in report.txt who wrote it?", then wrote the read, and the user got Navi's fallback
-                # (round 23). It runs, once a turn; the next step answers from its result.
-                state.late_call = True
-                log.info("answer_call_run", tool=late.name)
-                decision = Decision(calls=[late], content="", from_text=True)
+                # Ordered to answer because its calls could not be used, with no tool run, the model wrote a valid
+                # read of an offered tool that no doubt holds: the 0.5B chose memory_save twice, with a refusal as the
+                # value, for "Can you see in report.txt who wrote it?", then wrote the read, and the user got Navi's
+                # fallback (round 23). It runs, once a turn; the next step answers from its result. Only a call that
+                # changes nothing: Navi ordered an answer, and a write or a delete the user never saw coming is worse
+                # than no answer (the review's "delete report.txt").
+                log.info("answer_call_run", tool=late[0].name)
+                decision = Decision(calls=[late[0]], content=late[1], from_text=True)
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
@@ -646,27 +647,33 @@ class Agent:
                           finder=finder[0] if finder else None)
 
     def _late_call(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn, state: LoopState,
-                   registry: ports.ToolSet, offered: bool) -> ToolCallRequest | None:
-        """The call a small model wrote where its answer was asked for, when it may still run (``_iterate``): no
-        tool ran in this turn, none ran this way before, and the call is a valid one of a tool this turn offers,
-        not withheld nor doubted in this turn, with arguments no check and no doubt of its tool holds (what a
-        doubt fixes stays fixed)."""
-        if not (decision.replaced and offered and state.small and state.constrained and not state.late_call
-                and not results(turn.history[state.start:])):
+                   registry: ports.ToolSet, offered: bool) -> tuple[ToolCallRequest, str] | None:
+        """The call a small model wrote where its answer was asked for, and the prose before it, when the call may
+        still run (``_iterate``, the ``answer_retry`` aid): the order to answer came from calls that could not be
+        used (``LoopState.undecided``; not from a choice of none, nor a doubt), no tool ran in this turn (so once a
+        turn: the call's result is one), and the
+        call is the first one written, a valid one of a tool this turn offers, not withheld nor doubted in this
+        turn, that changes nothing (``ToolSet.changes``: a read), with arguments no check and no doubt of its tool
+        holds once fixed."""
+        if not (decision.replaced and offered and state.small and state.constrained and state.undecided
+                and state.on("answer_retry") and state.on("doubts") and not results(turn.history[state.start:])):
             return None
-        found = extract_text_tool_calls(call.text, set(plan.callable))
+        changes = getattr(registry, "changes", None)  # a ToolSet from before the port had it: every call may change
+        found = extract_text_tool_calls(call.text, set(registry.names()))
         first = found.calls[0] if found.calls else None
-        if (first is None or first.arguments_error or first.name in state.withheld
-                or first.name in state.doubted_tools
-                or argument_problem(first.arguments, plan.parameters(first.name),
-                                    descriptions(plan.every, _steering(turn, state)), turn.goal)):
+        if (changes is None or first is None or first.arguments_error or first.name not in plan.callable
+                or first.name in state.withheld or first.name in state.doubted_tools):
             return None
         first = self._unsaid_dropped(first, plan, turn, state)
         doubt = self._doubt(registry, turn, state, [first])
         if doubt is not None and doubt.fix is not None:
             first = _fixed([first], doubt)[0]
             doubt = _left_after_fix(self._doubt(registry, turn, state, [first]))
-        return first if doubt is None else None
+        if (doubt is not None or changes(first.name, first.arguments)
+                or argument_problem(first.arguments, plan.parameters(first.name),
+                                    descriptions(plan.every, _steering(turn, state)), turn.goal)):
+            return None
+        return first, found.remaining_text.strip()
 
     @staticmethod
     def _unsaid_dropped(call: ToolCallRequest, plan: ToolPlan, turn: Turn, state: LoopState) -> ToolCallRequest:
@@ -797,6 +804,7 @@ class Agent:
             log.info("call_contradicted_kept", tool=kept.call.name)
             return kept
         state.force_answer = True
+        state.undecided = True  # no usable call came (not a choice of none): ``_late_call``
         return StepDecision()
 
     async def _collect(self, turn: Turn, messages: list[ChatMessage], schema: dict[str, Any],

@@ -108,6 +108,10 @@ class ToolSet(Protocol):
         date), not what they say (recorded as ``LOOKUP`` in its result's metadata)."""
         ...
 
+    def changes(self, name: str, args: dict[str, Any]) -> bool:
+        """The call may change something (a file, a store, a schedule): True unless its tool knows it only reads."""
+        ...
+
 
 class ToolProvider(Protocol):
     async def for_turn(self) -> ToolSet:

@@ -70,6 +70,11 @@ class Tool(ABC):
         """This call only looks: where things are or that they exist, not what they say (``agent.ports.LOOKUP``)."""
         return False
 
+    def changes(self, params: dict[str, Any]) -> bool:
+        """This call may change something (a file, a store, a schedule, the world outside): True unless the tool
+        knows it only reads."""
+        return True
+
     def schema(self) -> dict[str, Any]:
         """The JSON-schema tool definition sent to the model."""
         return {

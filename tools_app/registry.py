@@ -301,6 +301,16 @@ class ToolRegistry:
             log.warning("tool_looks_failed", tool=name, exc_info=True)
             return False
 
+    def changes(self, name: str, args: dict[str, Any]) -> bool:
+        """The tool's own word on whether the call may change something (``Tool.changes``); an unknown tool, bad
+        arguments or a failing check: it may."""
+        tool = self.get(name)
+        try:
+            return tool is None or not isinstance(args, dict) or bool(tool.changes(args))
+        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
+            log.warning("tool_changes_failed", tool=name, exc_info=True)
+            return True
+
     def _refusal(self, name: str, tool: Tool | None, allowed: set[str] | None) -> str | None:
         available = [n for n in self.names() if allowed is None or n in allowed]
         if tool is None:

@@ -475,9 +475,14 @@ def test_the_relative_times_a_request_says() -> None:
                                 ("when ten minutes are up, ping me", "when ten minutes are up", 600),
                                 ("after an hour has gone by, check the oven", "after an hour has gone by", 3600),
                                 ("once five minutes pass, remind me to turn the rice", "once five minutes pass", 300),
-                                ("when 2 hours have elapsed tell me to stop", "when 2 hours have elapsed", 7200)):
+                                ("when 2 hours have elapsed tell me to stop", "when 2 hours have elapsed", 7200),
+                                ("once an hour has passed, check the oven", "once an hour has passed", 3600)):
         assert said_times(text).once == ((said, seconds),), text
-    assert said_times("I called him once 3 minutes had passed").once == ()
+        assert said_times(text).every == () and said_times(text).plain, text
+    for past in ("I called him once 3 minutes had passed", "When 2 hours elapsed I went home",
+                 "once 3 minutes pass the mark, stop"):
+        assert said_times(past).once == (), past
+    assert not said_times("once 4 hours have passed since the last one").plain  # counted from something else
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
     assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
@@ -518,6 +523,11 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("my hourly rate is 50 euros; remind me in 3 minutes to bill it").every == ()
     assert said_times("Send me a daily summary in 2 hours").every == ()
     assert said_times("I need a daily summary and a reminder in 2 hours").every == ()
+    # Words between only for one thing asked for ("an hourly … reminder"): not kinds of alert one has (the review).
+    for text in ("Remind me to cancel weekly newsletter alerts", "turn off hourly battery low alerts",
+                 "Daily I get reminders, so remind me in 5 minutes to turn them off",
+                 "I hate hourly push notifications, remind me in 3 minutes to disable them"):
+        assert said_times(text).every == (), text
     # ... nor one already there: "cancel my weekly reminder" is a one-off about a repeat.
     for text in ("the weekly reminders email came; remind me in 5 minutes to read it", "my hourly reminderless rate",
                  "Remind me to cancel my weekly reminder", "in 10 minutes, remind me to read the daily alerts",
@@ -1459,31 +1469,57 @@ async def test_a_valid_call_written_as_the_answer_when_no_tool_ran_runs(agent_en
     assert events[-1]["content"] == "Dana Okafor wrote report.txt." == shown(events)
 
 
-async def test_a_call_written_as_the_answer_does_not_run_after_a_tool_ran_or_when_doubted(agent_env, settings) -> None:
-    # Only when no tool ran: after a result, a call where the answer was asked is never run nor shown.
+def _report(agent_env, settings) -> Path:
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "report.txt").write_text("Quarterly report\nAuthor: Dana Okafor\n")
+    (folder / "other.txt").write_text("Nothing here.\n")
+    return folder
+
+
+async def test_a_call_written_as_the_answer_does_not_run_after_a_tool_ran(agent_env, settings) -> None:
+    # Only when no tool ran: after a result, a call where the answer was asked is never run nor shown.
+    _report(agent_env, settings)
     await constrained(agent_env, enabled_tools=["memory_save", "filesystem"])
+    refusal = dict(category="preferences", key="author", value="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text=as_text("memory_save", **refusal))
+    constrained_call(agent_env.fake, "memory_save", **refusal)
+    constrained_call(agent_env.fake, "memory_save", **refusal)  # no usable call: ordered to answer
+    agent_env.fake.script(text="The author of report.txt is Navi.")  # held: the file was not read, and it is told
     agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
-    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="author", value="Dana Okafor"))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="other.txt"))  # where the answer was asked
     agent_env.fake.script(text="Dana Okafor wrote report.txt.")  # asked again: the call was no answer
-    events = await agent_env.run("Who wrote report.txt?")
-    assert [tool for tool, _args, ok in calls(events)] == ["filesystem"]
-    assert await _fact_values() == []
+    events = await agent_env.run("Who wrote report.txt? And what is in other.txt?")
+    assert [(tool, args["path"]) for tool, args, ok in calls(events)] == [("filesystem", "report.txt")]
     assert events[-1]["content"] == "Dana Okafor wrote report.txt." == shown(events)
-    # Nor a call its tool's doubt holds: the clock for a greeting, written where the answer was asked.
-    await constrained(agent_env, enabled_tools=["get_current_datetime", "memory_save"])
-    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="greeting",
-                                       value="I'm sorry, but I can't assist with that."))
-    for _ in range(2):
-        constrained_call(agent_env.fake, "memory_save", category="preferences", key="greeting",
-                         value="I'm sorry, but I can't assist with that.")
-    agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
-    agent_env.fake.script(text="Hello! Nice to hear from you.")
+
+
+async def test_a_call_written_as_the_answer_after_the_model_chose_no_tool_does_not_run(agent_env, settings) -> None:
+    # Reconsidered under the grammar, the model chose none: the order to answer is its own choice (the review).
+    _report(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["memory_save", "filesystem"])
+    agent_env.fake.script(text="I'm sorry, but I can't help with that.")
+    agent_env.fake.script(text=json.dumps({"tool": "none"}))
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="report.txt"))
     events = await agent_env.run("Hello there, Navi!")
     assert not calls(events) and not started(events)
-    assert await _fact_values() == []
+    assert events[-1]["type"] == "stream_end" and '"arguments"' not in shown(events)
+
+
+async def test_a_call_written_as_the_answer_that_changes_something_does_not_run(agent_env, settings) -> None:
+    # Navi ordered an answer: a write or a delete nobody saw coming is worse than no answer (the review's
+    # "delete report.txt" after the refusals of the first test).
+    folder = _report(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["memory_save", "filesystem"])
+    refusal = dict(category="preferences", key="author", value="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text=as_text("memory_save", **refusal))
+    constrained_call(agent_env.fake, "memory_save", **refusal)
+    constrained_call(agent_env.fake, "memory_save", **refusal)
+    agent_env.fake.script(text=as_text("filesystem", action="delete", path="report.txt"))
+    events = await agent_env.run("Can you see in report.txt who wrote it?")
+    assert not calls(events) and not started(events)
+    assert (folder / "report.txt").exists() and await _fact_values() == []
+    assert events[-1]["type"] == "stream_end" and '"arguments"' not in shown(events)
 
 
 async def test_a_change_outside_the_conversations_folder_at_a_place_nobody_named_is_not_made(agent_env, settings,

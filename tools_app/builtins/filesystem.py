@@ -384,6 +384,9 @@ class FilesystemTool(Tool):
     def looks(self, params: dict[str, Any]) -> bool:
         return str(params.get("action", "")) in LOOKUPS
 
+    def changes(self, params: dict[str, Any]) -> bool:
+        return str(params.get("action", "")) not in {"read", *LOOKUPS}
+
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A look at a path that is not there and that the request does not name is a guess (Qwen 1.5B
         read "/home/user/planets" for a question of general knowledge): not run, and the model is told
