@@ -133,7 +133,7 @@ async def turn(env: Env, sid: str, text: str, *, stop_after_deltas: int | None =
                 continue
             event["_t"] = time.monotonic()  # when it arrived (time to first token)
             events.append(event)
-            if event["type"] in TERMINAL:
+            if event["type"] in TERMINAL and not event.get("frame"):  # an error about a frame: the turn goes on
                 break
             if event["type"] == "approval_required":
                 # No task asks for anything that needs approval (the session's own folder needs none): the user
