@@ -833,6 +833,7 @@ class Agent:
             state.force_answer = False
             state.answer_retried = False
             state.unread_told = False
+            state.undecided = False
             turn.named_files = ()  # a new message: the files the first one named are not its subject
             state.repeats = 0
             state.previous_calls = set()

@@ -129,7 +129,9 @@ _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 # has gone by" (the 1.5B set "Alert me to stretch my legs once 3 minutes have passed" for 09:00 the next day;
 # round 23).
 _SAID_ONCE_RE = re.compile(rf"\b(?:(?:once|when|after)\s+(?P<passed>{_SAID_DURATION})\s+(?:(?:have|has)\s+"
-                           r"(?:passed|elapsed|gone\s+by|gone)|(?:is|are)\s+up|(?:pass(?:es)?|elapses?)(?=\s*(?:$|[,.;:!?])))"
+                           r"(?:passed|elapsed|gone\s+by|gone)|(?:is|are)\s+(?:up|over)|(?:pass(?:es)?|elapses?)"
+                           r"(?!\s+(?:the|a|an|this|that|my|your|his|her|their|our|its|by|through|over|on|into)\b))"
+                           r"(?!\s+since\b)"
                            rf"|(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
                            r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
 # "every hour", "every 2 hours", "each hour", "every single day" (said for emphasis); not "every second
@@ -150,7 +152,7 @@ _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bth
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
     r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
-    r"(?P<per>minute|hour|day|week)(?![\w-])(?!\s+(?:has|have)\s+(?:passed|elapsed|gone)|\s+is\s+up)|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
+    r"(?P<per>minute|hour|day|week)(?![\w-])(?!\s+(?:has|have|had)\s+(?:passed|elapsed|gone)|\s+(?:is|was)\s+(?:up|over)|\s+(?:pass(?:es|ed)?|elapse[sd]?)\b|\s+went\s+by|'s\s+gone)|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
@@ -173,7 +175,7 @@ _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
 # Any number with a unit, wherever it stands ("30 minutes before", "an hour and a half").
 _ANY_DURATION_RE = re.compile(_SAID_PART)
 # What makes a time said relative to something else, or only part of one.
-_QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|since\b|earlier\b|ago\b|early\b|late\b)")
+_QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|earlier\b|ago\b|early\b|late\b)")
 
 
 @dataclass(frozen=True, slots=True)

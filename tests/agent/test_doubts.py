@@ -476,13 +476,18 @@ def test_the_relative_times_a_request_says() -> None:
                                 ("after an hour has gone by, check the oven", "after an hour has gone by", 3600),
                                 ("once five minutes pass, remind me to turn the rice", "once five minutes pass", 300),
                                 ("when 2 hours have elapsed tell me to stop", "when 2 hours have elapsed", 7200),
-                                ("once an hour has passed, check the oven", "once an hour has passed", 3600)):
+                                ("once an hour has passed, check the oven", "once an hour has passed", 3600),
+                                # the second review: no comma needed, and "an hour passes" is no rate
+                                ("once five minutes pass remind me to turn the rice", "once five minutes pass", 300),
+                                ("Once an hour passes, take the bread out", "once an hour passes", 3600),
+                                ("Once an hour is over, check the oven", "once an hour is over", 3600)):
         assert said_times(text).once == ((said, seconds),), text
         assert said_times(text).every == () and said_times(text).plain, text
     for past in ("I called him once 3 minutes had passed", "When 2 hours elapsed I went home",
                  "once 3 minutes pass the mark, stop"):
         assert said_times(past).once == (), past
     assert not said_times("once 4 hours have passed since the last one").plain  # counted from something else
+    assert said_times("remind me in 5 minutes since I am busy").once == (("in 5 minutes", 300),)
     assert said_times("every 2 hours water the plants").every == (("every 2 hours", 7200),)
     assert said_times("Every hour, drink").every == (("every hour", 3600),)
     assert said_times("remind me to drink water each hour?").every == (("each hour", 3600),)  # round 11
@@ -1552,15 +1557,22 @@ def test_which_changes_are_a_guess_at_a_place(settings, tmp_path) -> None:
         tool = FilesystemTool()
         outside = str(tmp_path / "water.txt")
         doubt = tool.doubt({"action": "write", "path": outside, "content": "x"}, "Nudge me to drink water hourly.")
-        assert doubt is not None and doubt.answer and doubt.repeated_runs and doubt.fix is None
-        # Named by the user, inside the conversation's folder, or a new file there: no guess.
+        assert doubt is not None and doubt.answer and doubt.again and not doubt.repeated_runs and doubt.fix is None
+        # Named by the user (the path, or its folder), inside the conversation's folder, or a new file there: no guess.
         assert tool.doubt({"action": "write", "path": outside, "content": "x"}, f"Save it as {outside}") is None
-        assert tool.doubt({"action": "write", "path": outside, "content": "x"}, "Save it as water.txt there") is None
+        assert tool.doubt({"action": "mkdir", "path": str(tmp_path / "backup")}, f"Make a backup folder in {tmp_path}") is None
+        # A file name alone names no folder: "Create water.txt" is no water.txt elsewhere (the second review).
+        assert tool.doubt({"action": "write", "path": outside, "content": "x"}, "Save it as water.txt") is not None
         assert tool.doubt({"action": "write", "path": "poem.txt", "content": "x"}, "Put that in a file.") is None
         assert tool.doubt({"action": "append", "path": "notes/a.md", "content": "x"}, "Add it somewhere.") is None
         # A move out of the folder to a place nobody named, and a place no tool may write to.
         assert tool.doubt({"action": "move", "path": "a.txt", "destination": outside}, "Tidy up a.txt") is not None
         refused = tool.doubt({"action": "delete", "path": "/etc/hosts"}, "Clean up, please.")
         assert refused is not None and "outside the allowed directories" in refused.reason
+        # A link in the folder that points outside: a delete removes the link itself, inside.
+        own = tmp_path / "sessions" / "s1"
+        own.mkdir(parents=True, exist_ok=True)
+        (own / "link.txt").symlink_to(outside)
+        assert tool.doubt({"action": "delete", "path": "link.txt"}, "Clean up, please.") is None
     finally:
         current_session_id.reset(token)

@@ -435,28 +435,39 @@ class FilesystemTool(Tool):
 def _unasked_place(action: str, params: dict[str, Any], request: str) -> Doubt | None:
     """A change outside this conversation's own folder at a path the user's words do not name is a guess at a
     place (the 0.5B wrote /home/navi/water.txt for "Nudge me to drink water once every hour.", and the user got an
-    approval card for it; round 23): not run, no card, and the model is told so. Held loosely: a model that
-    calls it again (a user who said "in my home folder") goes on to the approval the change needs anyway. Inside
-    the folder a new file needs no name from the user ("put that in a file")."""
-    paths = [params.get("path"), *([params.get("destination")] if action == "move" else [])]
+    approval card for it; round 23): not run, no card, and the model is told so, firmly (the tool may still serve:
+    inside the folder). The place counts as named when the user wrote the path or its folder ("/srv/files"); a
+    file name alone names no folder ("Create shopping.txt" is no /home/navi/shopping.txt). Inside the folder a new
+    file needs no name from the user ("put that in a file"). A delete or a move changes a link itself, not what it
+    points at."""
+    paths = [(params.get("path"), action not in ("delete", "move")),
+             *([(params.get("destination"), False)] if action == "move" else [])]
     try:
         own = session_dir(create=False).resolve()
     except ToolError:
         return None  # no conversation (a script): nothing to tell apart
-    for raw in paths:
-        if not isinstance(raw, str) or not raw.strip() or _named(raw, request):
+    for raw, follow in paths:
+        if not isinstance(raw, str) or not raw.strip() or _place_named(raw, request):
             continue
         try:
-            where = resolve_path(raw)
+            where = resolve_path(raw, follow_final=follow)
         except ToolError as exc:  # it would be refused (after a card): said now, without one
             return Doubt(reason=f"{exc} The user's words name no such place, so nothing was changed there.",
-                         answer=True, repeated_runs=True)
+                         answer=True, again=True)
         if where == own or own in where.parents:
             continue
         return Doubt(reason=f"{raw.strip()!r} is outside this conversation's folder, and the user's words name no "
-                            "such place, so nothing was changed there. Use that place only if the user asked for "
-                            "it; otherwise do what they asked.", answer=True, repeated_runs=True)
+                            "such place, so nothing was changed there. Use a place outside it only if the user names "
+                            "it; otherwise do what they asked.", answer=True, again=True)
     return None
+
+
+def _place_named(raw: str, request: str) -> bool:
+    """The user's words name the path as written, or the folder it is in ("in /srv/files")."""
+    said = request.lower()
+    text = raw.strip().lower()
+    folder = os.path.dirname(text.rstrip("/")).rstrip("/")
+    return text in said or (len(folder) > 1 and folder not in (".", "..", "~") and folder in said)
 
 
 def _has_files() -> bool:
