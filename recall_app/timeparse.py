@@ -21,6 +21,7 @@ The result is an aware UTC datetime strictly after ``now``.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -121,7 +122,9 @@ _FROM_NOW_SUFFIX_RE = re.compile(r"\s+(?:from\s+now|later|hence)$")
 # now", "ten minutes out", "every 2 hours", "every hour". The duration is this module's own grammar. A
 # number word takes a unit in words ("an hour", "three minutes"), never a letter ("and" is no "an d").
 _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
-_SAID_PART = (rf"(?:\d+(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
+# A number is read from its first digit, whole (``\d++``): a long run of digits is one try, not one per digit and
+# length (``"once " + "1" * 10000`` took 8 s of the agent loop; the review of round 23).
+_SAID_PART = (rf"(?:(?<![\d.])\d++(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
 # "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10"); so is the time until
@@ -178,6 +181,9 @@ _ANY_DURATION_RE = re.compile(_SAID_PART)
 _QUALIFIED_RE = re.compile(r"\s*(?:and\s+a\s+half|or\b|before\b|after\b|earlier\b|ago\b|early\b|late\b)")
 
 
+SAID_MAX_CHARS = 2000
+
+
 @dataclass(frozen=True, slots=True)
 class SaidTimes:
     """The relative times a text says: one-off ("in 3 minutes") and repeats ("every hour"), each as
@@ -207,8 +213,12 @@ def says_when(text: str) -> bool:
 
 
 def said_times(text: str) -> SaidTimes:
-    """The relative times said in free text (``SaidTimes``), read with this module's duration grammar."""
+    """The relative times said in free text (``SaidTimes``), read with this module's duration grammar. A text
+    longer than ``SAID_MAX_CHARS`` is not read (nothing said, not ``plain``): a pasted page is no request a time
+    grammar should correct, and its regular expressions grow with the square of such a text."""
     said = " ".join(str(text or "").lower().split())
+    if len(said) > SAID_MAX_CHARS:
+        return SaidTimes(once=(), every=(), plain=False)
     every: list[tuple[str, int]] = []
     plain = True
     for match in _SAID_RATE_RE.finditer(said):
@@ -269,7 +279,7 @@ def parse_duration(text: str) -> int | None:
     total = 0.0
     for amount, article, unit in _PART_RE.findall(text):
         total += (1.0 if article else float(amount)) * _UNITS[unit]
-    return round(total)
+    return round(total) if math.isfinite(total) else None  # a number of 400 digits is no duration
 
 
 def _clock_time(match: re.Match[str]) -> time:

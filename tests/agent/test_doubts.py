@@ -1576,3 +1576,15 @@ def test_which_changes_are_a_guess_at_a_place(settings, tmp_path) -> None:
         assert tool.doubt({"action": "delete", "path": "link.txt"}, "Clean up, please.") is None
     finally:
         current_session_id.reset(token)
+
+
+def test_the_time_grammar_reads_long_or_huge_input_without_error() -> None:
+    # The review of round 23: a run of 10 000 digits took 8 s of the agent loop (now milliseconds: measured, not
+    # asserted here); a number of a thousand nines overflowed a float.
+    from recall_app.timeparse import SAID_MAX_CHARS, parse_duration
+
+    assert said_times("once " + "1" * 10000).once == ()
+    assert said_times("in " + "9" * 1000 + " minutes").once == ()  # no duration, not an OverflowError
+    assert parse_duration("9" * 400 + " minutes") is None
+    long = "in 3 minutes " + "x" * SAID_MAX_CHARS
+    assert said_times(long).once == () and not said_times(long).plain  # not read: nothing to correct
