@@ -651,10 +651,9 @@ class Agent:
         """The call a small model wrote where its answer was asked for, and the prose before it, when the call may
         still run (``_iterate``, the ``answer_retry`` aid): the order to answer came from calls that could not be
         used (``LoopState.undecided``; not from a choice of none, nor a doubt), no tool ran in this turn (so once a
-        turn: the call's result is one), and the
-        call is the first one written, a valid one of a tool this turn offers, not withheld nor doubted in this
-        turn, that changes nothing (``ToolSet.changes``: a read), with arguments no check and no doubt of its tool
-        holds once fixed."""
+        turn: the call's result is one), and the call is the first one written, a valid one of a tool this turn
+        offers, not withheld nor doubted in this turn, that changes nothing (``ToolSet.changes``: a read), with
+        arguments no check and no doubt of its tool holds once fixed."""
         if not (decision.replaced and offered and state.small and state.constrained and state.undecided
                 and state.on("answer_retry") and state.on("doubts") and not results(turn.history[state.start:])):
             return None
