@@ -46,6 +46,7 @@ _MAGIC = {
 ACTIONS = ("read", "write", "append", "list", "mkdir", "delete", "move", "stat", "exists", "search")
 WRITE_ACTIONS = frozenset({"write", "append", "mkdir", "delete", "move"})
 LOOKUPS = frozenset({"list", "stat", "exists", "search"})  # where files are, not what they say (Tool.looks)
+READS = LOOKUPS | {"read"}  # the actions that change nothing (Tool.changes)
 
 
 def _human(size: int) -> str:
@@ -385,7 +386,7 @@ class FilesystemTool(Tool):
         return str(params.get("action", "")) in LOOKUPS
 
     def changes(self, params: dict[str, Any]) -> bool:
-        return str(params.get("action", "")) not in {"read", *LOOKUPS}
+        return str(params.get("action", "")) not in READS
 
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A look at a path that is not there and that the request does not name is a guess (Qwen 1.5B
@@ -443,7 +444,7 @@ def _unasked_place(action: str, params: dict[str, Any], request: str) -> Doubt |
     paths = [(params.get("path"), action not in ("delete", "move")),
              *([(params.get("destination"), False)] if action == "move" else [])]
     try:
-        own = session_dir(create=False).resolve()
+        own = session_dir(create=False)  # a real path already
     except ToolError:
         return None  # no conversation (a script): nothing to tell apart
     for raw, follow in paths:
