@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 34 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 36 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -26,7 +26,8 @@ had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) 
 27 and 28, in ``FRESH12``) after round 19 had read fresh11, and round 21 **fresh13** (phrasings 29 and 30,
 in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phrasings 31 and 32, in ``FRESH14``)
 after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, in ``FRESH15``) after round 22
-had read fresh14. Distinctive values (codes, numbers,
+had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15.
+Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
 from __future__ import annotations
@@ -145,9 +146,9 @@ class Task:
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
-         "fresh14", "fresh14", "fresh15", "fresh15")  # by phrasing index
+         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16")
 
 
 def _clock() -> float:
@@ -212,7 +213,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many strings does a standard violin have?": ("4", "four"),
              # the fifteenth fresh half (round 23)
              "What is the largest mammal on Earth?": ("whale",),
-             "How many bones are there in an adult human body?": ("206",)}
+             "How many bones are there in an adult human body?": ("206",),
+             # the sixteenth fresh half (round 24)
+             "Which river is the longest in Africa?": ("nile",),
+             "How many sides does a triangle have?": ("3", "three")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -788,8 +792,32 @@ FRESH15: dict[str, tuple[str, str]] = {
                  "Let a subagent go through facts.txt and come back with the magic number."),
 }
 
+# Round 24's held-out phrasings: fresh15 was read after round 23 reported it, so these were written,
+# and run once with round 23's code, before round 24 changed anything.
+FRESH16: dict[str, tuple[str, str]] = {
+    "greeting": ("Hiya Navi!", "Good afternoon! What's new with you?"),
+    "plain_question": ("Which river is the longest in Africa?", "How many sides does a triangle have?"),
+    "date_time": ("Which weekday are we on today?", "Could you check the time for me?"),
+    "read_file": ("From project.txt, what's the codename of the project?",
+                  "Have a look at project.txt - what's the codename in it?"),
+    "file_question": ("Who's the person that wrote report.txt?", "Tell me the name of report.txt's author."),
+    "write_file": ("Please create shopping.txt with milk, eggs, and bread, each on its own line.",
+                   "Write a shopping list file, shopping.txt, containing milk, eggs and bread."),
+    "note": ("Make a quick note: I need to call the plumber about invoice {v}.",
+             "Could you note that the plumber must get a call about invoice {v}?"),
+    "remember": ("Just so you know, my server's name is {v}. Remember it.",
+                 "Memorize this: my server is called {v}."),
+    "remind_once": ("Ping me in 3 min so I remember to stretch my legs.",
+                    "After three minutes, remind me to get up and stretch my legs."),
+    "remind_every": ("Would you set a reminder every hour telling me to drink water?", "Each hour, give me a reminder to drink water."),
+    "todo": ("Add two tasks to a todo list: buy stamps and post the letter.",
+             "Make me a checklist with buy stamps first and post the letter second."),
+    "subagent": ("Dispatch a subagent to dig the magic number out of facts.txt.",
+                 "Can a helper agent read facts.txt and tell me what the magic number is?"),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
