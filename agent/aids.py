@@ -701,6 +701,30 @@ def unread_answer(files: Sequence[str]) -> str:
             " Ask me again to read it.")
 
 
+_WORD = re.compile(r"[^\W_][\w'.-]*[^\W_]|[^\W_]")
+
+
+def particulars(text: str) -> set[str]:
+    """The specifics ``text`` states, lowercased: numbers and codes (a word with a digit) and names (a word in
+    capitals that does not open a sentence; "I" is no name)."""
+    found: set[str] = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        before = text[:match.start()].rstrip()
+        opens = not before or before[-1] in ".!?:;\n\"'(*-•`"
+        named = word[:1].isupper() and not opens and word != "I" and not word.startswith("I'")
+        if named or any(c.isdigit() for c in word):
+            found.add(word.lower())
+    return found
+
+
+def unfounded(answer: str, sources: Sequence[str]) -> set[str]:
+    """The specifics of ``answer`` (``particulars``) that none of ``sources`` (the user's words, the results of
+    the turn's tools) says: where the answer did not take them from, they were made up."""
+    said = {match.group().lower() for source in sources for match in _WORD.finditer(source)}
+    return {word for word in particulars(answer) if word not in said}
+
+
 def names_a_file(text: str, files: Sequence[str]) -> bool:
     """``text`` names one of ``files`` (by its name, with or without its folder)."""
     lower = text.lower()

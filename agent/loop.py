@@ -45,6 +45,7 @@ from agent.aids import (
     steering,
     successes,
     summary_of,
+    unfounded,
     unread_answer,
     unread_note,
     writes_text_calls,
@@ -471,7 +472,8 @@ class Agent:
                 await turn.add(ChatMessage(role="user", content=decision.note, metadata={"synthetic": True, **marked}),
                                buffer="context")
                 continue
-            if not decision.calls and not decision.replaced and self._unread(turn, state, bool(names), names):
+            if (not decision.calls and not decision.replaced
+                    and self._unread(turn, state, bool(names), names, decision.content)):
                 # An answer to a message that names a file nobody read (the 0.5B: "The author of report.txt
                 # is Navi.", "The cake should bake for 30 minutes."): not shown nor kept, and the model is told
                 # once that the file's content is not known yet.
@@ -483,7 +485,7 @@ class Agent:
                 continue
             if (not decision.calls and not decision.replaced and state.small and allow
                     and "filesystem" in plan.callable and _still_unread(turn, state)
-                    and names_a_file(decision.content, turn.named_files)):
+                    and _about_unread(decision.content, turn, state)):
                 # Told the file was not read, the model answered about it again ("you can use the filesystem tool
                 # to read it", the 1.5B): the read the note asked for is made, of the files the user named (a read
                 # and nothing else: a call generated under the tool's schema could as well write).
@@ -506,7 +508,7 @@ class Agent:
                 why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
-                unread = _still_unread(turn, state) and names_a_file(decision.content, turn.named_files)
+                unread = _still_unread(turn, state) and _about_unread(decision.content, turn, state)
                 if unread:
                     why = None  # told, it answered about the file again without reading it: replaced below
                 if why and self._may_retry(turn, state, why):
@@ -573,9 +575,9 @@ class Agent:
             yield ev
 
     @staticmethod
-    def _unread(turn: Turn, state: LoopState, allow: bool, names: Sequence[str]) -> bool:
-        """This step's answer may be about a file the user named that no tool of this turn looked at
-        (``named_files``, a small model that has the filesystem tool, once a turn)."""
+    def _unread(turn: Turn, state: LoopState, allow: bool, names: Sequence[str], answer: str | None = None) -> bool:
+        """This step's answer (None: before it is written) may be about a file the user named that no tool of this
+        turn opened (``named_files``, a small model that has the filesystem tool, once a turn)."""
         if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
                 and "filesystem" in names):
             return False
@@ -583,8 +585,11 @@ class Agent:
             return False  # a file's size and date say nothing of what it says: a look does not count
         # Read in an earlier turn ("thanks for summing up report.txt"): its content is in the conversation
         # (a read's result begins "<path> (<size>)").
-        return not any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool"
-                       for name in turn.named_files)
+        if any(f"{name} (" in (m.content or "") for m in turn.history if m.role == "tool" for name in turn.named_files):
+            return False
+        # Named only by calls that kept words ("Put on my list: send report.txt to Bob"): saying what they kept is
+        # no answer about the file, but specifics nothing of the turn gave are ("The magic number is 42.").
+        return answer is None or not _only_recorded(turn, state) or _made_up(answer, turn, state)
 
     @staticmethod
     def _poor(turn: Turn, state: LoopState, decision: Decision, call: StreamedCall, plan: ToolPlan) -> str | None:
@@ -908,6 +913,8 @@ class Agent:
         meta = {k: v for k, v in outcome.metadata.items() if k != "base64"}
         if _only_looks(registry, tc):
             meta[ports.LOOKUP] = True
+        if _only_records(registry, tc):
+            meta[ports.RECORDS] = True
         await turn.add(ChatMessage(role="tool", tool_call_id=tc.id, name=tc.name, content=outcome.text, metadata=meta))
         if outcome.metadata.get("is_image") and outcome.metadata.get("base64"):
             # The image reaches the model as a synthetic user message in the context only.
@@ -973,17 +980,49 @@ def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
     return looks is not None and bool(looks(call.name, call.arguments))
 
 
-def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
-    """A call of this turn did more than look (``ports.LOOKUP``) at a file the message named, whether it
-    succeeded or not: its arguments name the file (a read, a write, a helper's task, a note about it). A
-    call about something else has not read it: the 0.5B's helper, asked to read facts.txt, searched the
-    notes (or got the time) and answered with that."""
+def _only_records(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
+    """The call only keeps or finds words (``ToolSet.records``): a file its words name is not opened by it."""
+    records = getattr(registry, "records", None)  # a ToolSet from before the port had it: no call only records
+    return records is not None and bool(records(call.name, call.arguments))
+
+
+def _namings(turn: Turn, state: LoopState) -> list[ChatMessage]:
+    """This turn's results of calls whose arguments name a file the message named and that did more than look
+    at it (``ports.LOOKUP``), whether they succeeded or not."""
     this_turn = turn.history[state.start:]
     arguments = {c.id: json.dumps(c.arguments, ensure_ascii=False) for m in this_turn if m.role == "assistant"
                  for c in m.tool_calls}
-    return any(not (m.metadata or {}).get(ports.LOOKUP) and names_a_file(arguments.get(m.tool_call_id or "", ""),
-                                                                         turn.named_files)
-               for m in results(this_turn))
+    return [m for m in results(this_turn) if not (m.metadata or {}).get(ports.LOOKUP)
+            and names_a_file(arguments.get(m.tool_call_id or "", ""), turn.named_files)]
+
+
+def _did_more_than_look(turn: Turn, state: LoopState) -> bool:
+    """A call of this turn opened a file the message named, whether it succeeded or not: its arguments name the
+    file (a read, a write, a helper's task) and it did more than look (``ports.LOOKUP``) or keep words
+    (``ports.RECORDS``). A call about something else has not read it: the 0.5B's helper, asked to read facts.txt,
+    searched the notes (or got the time) and answered with that; nor has a todo step that names it: the 0.5B set
+    "dig the magic number out of facts.txt" and answered "The magic number is 42." (round 24)."""
+    return any(not (m.metadata or {}).get(ports.RECORDS) for m in _namings(turn, state))
+
+
+def _only_recorded(turn: Turn, state: LoopState) -> bool:
+    """Calls of this turn named a file the message named, and each only kept words (``ports.RECORDS``)."""
+    named = _namings(turn, state)
+    return bool(named) and all((m.metadata or {}).get(ports.RECORDS) for m in named)
+
+
+def _made_up(answer: str, turn: Turn, state: LoopState) -> bool:
+    """The answer states specifics (numbers, codes, names: ``aids.unfounded``) that neither the user's words nor
+    a result of this turn says."""
+    this_turn = turn.history[state.start:]
+    return bool(unfounded(answer, [*asked(turn, state), *turn.named_files,
+                                   *(m.content or "" for m in results(this_turn))]))
+
+
+def _about_unread(answer: str, turn: Turn, state: LoopState) -> bool:
+    """Told that a file the user named was not read, the answer still speaks of it: it names the file, or states
+    specifics nothing of the turn gave (the 0.5B's "The cake should bake for 30 minutes.")."""
+    return names_a_file(answer, turn.named_files) or _made_up(answer, turn, state)
 
 
 def _still_unread(turn: Turn, state: LoopState) -> bool:

@@ -56,6 +56,10 @@ WORDS = "words"
 # shopping.txt (3 lines)."), where the output is written for the model (paths, sizes, ids). It is what the
 # user reads when a small model gives no usable answer after the call (``agent.aids.summary_of``).
 SUMMARY = "summary"
+# A key of a tool result's metadata (``ToolSet.records``): the call only kept or found words (a note, a step
+# of a plan, a reminder, a fact), so a file its words name was not opened: the 0.5B set a todo step "dig the
+# magic number out of facts.txt" and answered "The magic number is 42." (round 24).
+RECORDS = "records"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +114,11 @@ class ToolSet(Protocol):
 
     def changes(self, name: str, args: dict[str, Any]) -> bool:
         """The call may change something (a file, a store, a schedule): True unless its tool knows it only reads."""
+        ...
+
+    def records(self, name: str, args: dict[str, Any]) -> bool:
+        """The call only keeps or finds words (a note, a plan's step, a reminder): a file its words name is not
+        opened by it (recorded as ``RECORDS`` in its result's metadata). False unless its tool knows."""
         ...
 
 

@@ -152,6 +152,10 @@ class MemorySaveTool(Tool):
         "required": ["category", "key", "value"],
     }
 
+    def records(self, params: dict[str, Any]) -> bool:
+        """A fact is words kept: a file it names is not read by saving it (``Tool.records``)."""
+        return True
+
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A fact that takes no word or number of the user's words is no fact they told: the 0.5B saved
         "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an

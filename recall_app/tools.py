@@ -163,6 +163,10 @@ class ScheduleRecallTool(Tool):
         ],
     }
 
+    def records(self, params: dict[str, Any]) -> bool:
+        """A recall keeps words for later: a file they name is not read now (``Tool.records``)."""
+        return True
+
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A call the request's own relative time contradicts, read with the recall time grammar: "in 3
         minutes" set for 17:00 (the 1.5B computed absolute times wrongly), or to run now (the 0.5B's

@@ -33,6 +33,7 @@ description = (
     "every word of 'query' (in text or tags); action=delete removes the note with 'id'. Use it when the user "
     "asks you to note something down or to look up something they noted."
 )
+records = True  # notes are words kept: a note naming a file has not read it (tools_app.loader)
 parameters = {
     "type": "object",
     "properties": {

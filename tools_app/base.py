@@ -75,6 +75,12 @@ class Tool(ABC):
         knows it only reads."""
         return True
 
+    def records(self, params: dict[str, Any]) -> bool:
+        """This call only keeps or finds words (a note, a step of a plan, a reminder, a fact): a file its words
+        name is not opened by it, so it says nothing of what the file says (``agent.ports.RECORDS``). False
+        unless the tool knows: a call of an unknown kind may have read what it names."""
+        return False
+
     def schema(self) -> dict[str, Any]:
         """The JSON-schema tool definition sent to the model."""
         return {

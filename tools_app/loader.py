@@ -6,7 +6,9 @@ error, exception at import, missing or invalid attribute) is reported as a
 ``LoadError`` and skipped, never fatal. Files whose name starts with ``_`` are
 ignored. Unchanged files are not re-imported on reload.
 
-Optional module attributes: ``timeout``, ``dangerous``, ``untrusted_output``, and ``doubt(params, request)``
+Optional module attributes: ``timeout``, ``dangerous``, ``untrusted_output``, ``records`` (True: every call only
+keeps or finds words, as a notes tool does, so a file its words name is not read by it; ``Tool.records``), and
+``doubt(params, request)``
 (a reason the call does not fit the user's words, or None; for small local models only, and advisory:
 the model is told the reason instead, and the same tool called again runs; or an ``agent.ports.Doubt``,
 held as firmly as it says).
@@ -60,6 +62,7 @@ class UserTool(Tool):
     source = "user"
     _func: Callable[[dict[str, Any]], Any]
     _doubt_func: Callable[[dict[str, Any], str], str | Doubt | None] | None = None
+    _records: bool = False
     _file: str
 
     async def execute(self, params: dict[str, Any]) -> ToolResult:
@@ -77,6 +80,10 @@ class UserTool(Tool):
             log.info("user_tool_raised", tool=self.name, file=self._file, error=repr(exc))
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
         return _as_result(value)
+
+    def records(self, params: dict[str, Any]) -> bool:
+        """The module's optional ``records``: every call only keeps or finds words."""
+        return type(self)._records
 
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """The module's optional ``doubt(params, request)``: a reason the call does not fit the user's words
@@ -182,6 +189,8 @@ def _check_module(module: types.ModuleType, reserved: Collection[str]) -> str | 
     timeout = getattr(module, "timeout", 60.0)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         return "'timeout' (optional) must be a positive number of seconds"
+    if not isinstance(getattr(module, "records", False), bool):
+        return "'records' (optional) must be True or False: True when every call only keeps or finds words"
     return None
 
 
@@ -193,6 +202,7 @@ def _wrap(module: types.ModuleType, path: Path) -> Tool:
         "timeout": float(getattr(module, "timeout", 60.0)),
         "dangerous": bool(getattr(module, "dangerous", False)),
         "untrusted_output": bool(getattr(module, "untrusted_output", False)),
+        "_records": bool(getattr(module, "records", False)),
         "_func": staticmethod(module.execute),
         "_doubt_func": staticmethod(module.doubt) if callable(getattr(module, "doubt", None)) else None,
         "_file": path.name,

@@ -311,6 +311,16 @@ class ToolRegistry:
             log.warning("tool_changes_failed", tool=name, exc_info=True)
             return True
 
+    def records(self, name: str, args: dict[str, Any]) -> bool:
+        """The tool's own word on whether the call only keeps or finds words (``Tool.records``); an unknown tool,
+        bad arguments or a failing check: it does not."""
+        tool = self.get(name)
+        try:
+            return bool(tool is not None and isinstance(args, dict) and tool.records(args))
+        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
+            log.warning("tool_records_failed", tool=name, exc_info=True)
+            return False
+
     def _refusal(self, name: str, tool: Tool | None, allowed: set[str] | None) -> str | None:
         available = [n for n in self.names() if allowed is None or n in allowed]
         if tool is None:

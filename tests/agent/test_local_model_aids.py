@@ -300,6 +300,53 @@ async def test_a_call_that_names_the_file_has_dealt_with_it(agent_env) -> None:
     assert events[-1]["content"] == "Noted: send report.txt to Bob." and len(agent_env.requests()) == 2
 
 
+async def test_a_step_of_a_plan_that_names_the_file_has_not_read_it(agent_env) -> None:
+    """The 0.5B, asked to have a helper find the magic number in facts.txt, set a todo step "dig the magic number
+    out of facts.txt" and answered "The magic number is 42." (round 24): a call that only keeps words
+    (``Tool.records``) opened nothing, so specifics no result gave are held, and the model may read."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
+                                                                       "steps": ["dig the name out of report.txt"]}}))
+    agent_env.fake.script(text="The author of the report is Navi.")
+    agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", True), ("filesystem", True)]
+    assert "Navi" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+    assert agent_env.requests()[2]["messages"][-1]["content"].startswith('Not shown to the user: you have not read')
+
+
+async def test_told_an_answer_with_specifics_from_nowhere_gets_the_read_made(agent_env) -> None:
+    """Told it had not read the file, the model answered again without naming it but with a year nothing of the
+    turn said: the read is made (before, that answer was shown)."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained")
+    agent_env.fake.script(text="The author of report.txt is Navi.")
+    agent_env.fake.script(text="It was written in 2019 by the finance team.")
+    agent_env.fake.script(text="It was written by someone.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [(e["tool"], e["args"]) for e in events if e["type"] == "tool_call"] == [
+        ("filesystem", {"action": "read", "path": "report.txt"})]
+    assert "2019" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert events[-1]["content"] == "It was written by someone."
+
+
+@pytest.mark.parametrize(("answer", "sources", "made_up"), [
+    ("The magic number is 42.", ["Find the magic number in facts.txt.", "Your todo list:\n1. dig in facts.txt"],
+     {"42"}),
+    ("Noted: send report.txt to Bob.", ["Put on my list: send report.txt to bob."], set()),
+    ("I'll remind you on Sunday. I added it.", ["Remind me to call Ann."], {"sunday"}),
+    ("Your list:\n1. buy stamps\n2. post it", ["1. buy stamps\n2. post it"], set()),
+    ("Done! Codename HERON-7 is set.", ["set it"], {"heron-7"}),
+])
+def test_specifics_an_answer_took_from_nowhere(answer: str, sources: list[str], made_up: set[str]) -> None:
+    from agent.aids import unfounded
+
+    assert unfounded(answer, sources) == made_up
+
+
 async def test_a_file_read_in_an_earlier_turn_may_be_answered_about(agent_env) -> None:
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained")

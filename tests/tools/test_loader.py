@@ -77,6 +77,20 @@ def test_a_doubt_the_module_returns_as_a_doubt_is_held_as_it_says(loader, tools_
     assert tool.doubt({"text": "Rain today."}, "Write: rain today.") is None
 
 
+def test_a_tool_that_only_keeps_words_says_so(loader, tools_env, settings):  # noqa: F811
+    """A notes tool's call that names a file has not read it (``records``); a tool that does not say may have."""
+    write_tool_file(tools_env.tools, "diary", good_tool("diary") + "\nrecords = True\n")
+    write_tool_file(tools_env.tools, "plain", good_tool("plain"))
+    write_tool_file(tools_env.tools, "vague", good_tool("vague") + "\nrecords = 'yes'\n")
+    result = loader.load(tools_env.tools, reserved=RESERVED)
+    assert result.tools["diary"].records({"who": "report.txt"}) and not result.tools["plain"].records({})
+    assert _errors(result)["vague.py"] == (
+        "'records' (optional) must be True or False: True when every call only keeps or finds words")
+    shipped = loader.load(settings.BASE_DIR / "tools", reserved=RESERVED).tools
+    assert shipped["user_notes"].records({"action": "add", "text": "check report.txt"})
+    assert not shipped["get_current_datetime"].records({})
+
+
 def test_broken_files_are_reported_and_skipped(loader, tools_env):  # noqa: F811
     write_tool_file(tools_env.tools, "good", good_tool("good"))
     write_tool_file(tools_env.tools, "syntax", "name = 'syntax'\ndef execute(:\n")

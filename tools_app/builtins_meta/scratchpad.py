@@ -102,6 +102,10 @@ class ScratchpadTool(Tool):
     }
     timeout: ClassVar[float] = 10.0
 
+    def records(self, params: dict[str, Any]) -> bool:
+        """Scratch notes are words kept: a file they name is not read by them (``Tool.records``)."""
+        return True
+
     async def execute(self, params: dict[str, Any]) -> ToolResult:
         path = scratchpad_path(require_session())
         action = params["action"]

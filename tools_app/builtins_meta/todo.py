@@ -151,6 +151,10 @@ class TodoTool(Tool):
     }
     timeout: ClassVar[float] = 10.0
 
+    def records(self, params: dict[str, Any]) -> bool:
+        """A plan's steps are words: a step naming a file has not read it (``Tool.records``)."""
+        return True
+
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A step that is the user's question itself (``the_question``) is no step of theirs; nor, held loosely,
         is a list none of whose steps takes a word or number of the user's words: the 0.5B set "Create a new
