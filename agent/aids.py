@@ -701,28 +701,38 @@ def unread_answer(files: Sequence[str]) -> str:
             " Ask me again to read it.")
 
 
-_WORD = re.compile(r"[^\W_][\w'.-]*[^\W_]|[^\W_]")
+_PIECE = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?|\d+")  # a run of letters (one apostrophe inside) or of digits
+_OPENERS = frozenset(".!?:;\n\"'()*-\u2022`\u2014\u2013")  # between two words, one of these may open a sentence
+
+
+def _said_piece(piece: str) -> str:
+    """A piece as compared: a number without its leading zeros ("09" is 9), a word lower case without "'s"."""
+    if piece.isdigit():
+        return piece.lstrip("0") or "0"
+    return re.sub(r"['\u2019]s$", "", piece.lower())
 
 
 def particulars(text: str) -> set[str]:
-    """The specifics ``text`` states, lowercased: numbers and codes (a word with a digit) and names (a word in
-    capitals that does not open a sentence; "I" is no name)."""
+    """The specifics ``text`` states, as compared (``_said_piece``): numbers (every run of digits: a date or a
+    time is its parts) and names (a word with a capital then small letters that does not open a sentence;
+    "I", "I'll", "AM" and "OK" are none)."""
     found: set[str] = set()
-    for match in _WORD.finditer(text):
-        word = match.group()
-        before = text[:match.start()].rstrip()
-        opens = not before or before[-1] in ".!?:;\n\"'(*-•`"
-        named = word[:1].isupper() and not opens and word != "I" and not word.startswith("I'")
-        if named or any(c.isdigit() for c in word):
-            found.add(word.lower())
+    end = -1
+    for match in _PIECE.finditer(text):
+        piece, first, gap, end = match.group(), end < 0, text[max(end, 0):match.start()], match.end()
+        opens = first or any(c in _OPENERS for c in gap)
+        named = (piece[:1].isupper() and any(c.islower() for c in piece[1:]) and not opens
+                 and not piece.startswith(("I'", "I\u2019")))
+        if piece.isdigit() or named:
+            found.add(_said_piece(piece))
     return found
 
 
 def unfounded(answer: str, sources: Sequence[str]) -> set[str]:
-    """The specifics of ``answer`` (``particulars``) that none of ``sources`` (the user's words, the results of
-    the turn's tools) says: where the answer did not take them from, they were made up."""
-    said = {match.group().lower() for source in sources for match in _WORD.finditer(source)}
-    return {word for word in particulars(answer) if word not in said}
+    """The specifics of ``answer`` (``particulars``) that none of ``sources`` (all the model was shown, and the
+    turn's calls) says: where the answer did not take them from, they were made up."""
+    said = {_said_piece(match.group()) for source in sources for match in _PIECE.finditer(source)}
+    return {piece for piece in particulars(answer) if piece not in said}
 
 
 def names_a_file(text: str, files: Sequence[str]) -> bool:

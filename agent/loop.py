@@ -485,7 +485,7 @@ class Agent:
                 continue
             if (not decision.calls and not decision.replaced and state.small and allow
                     and "filesystem" in plan.callable and _still_unread(turn, state)
-                    and _about_unread(decision.content, turn, state)):
+                    and not _only_recorded(turn, state) and self._about_unread(decision.content, turn, state)):
                 # Told the file was not read, the model answered about it again ("you can use the filesystem tool
                 # to read it", the 1.5B): the read the note asked for is made, of the files the user named (a read
                 # and nothing else: a call generated under the tool's schema could as well write).
@@ -508,7 +508,7 @@ class Agent:
                 why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
-                unread = _still_unread(turn, state) and _about_unread(decision.content, turn, state)
+                unread = _still_unread(turn, state) and self._about_unread(decision.content, turn, state)
                 if unread:
                     why = None  # told, it answered about the file again without reading it: replaced below
                 if why and self._may_retry(turn, state, why):
@@ -518,7 +518,12 @@ class Agent:
                     state.retry_reason = why
                     state.force_answer = True
                     continue
-                if unread:  # what it says of the file would be made up
+                if unread and _only_recorded(turn, state):
+                    # A note or a plan's step named the file, and the answer still has specifics from nowhere: the
+                    # user reads what the calls did, not "I have not read it" (they may never have asked to).
+                    log.info("answer_replaced", reason="specifics from nowhere", answer=decision.content[:200])
+                    decision = Decision(calls=[], content=summary_of(this_turn), replaced=True)
+                elif unread:  # what it says of the file would be made up
                     decision = Decision(calls=[], content=unread_answer(turn.named_files), replaced=True)
                 elif decision.replaced or (state.answer_retried and why):
                     log.info("answer_replaced", reason=why, answer=(decision.content or call.text)[:200])
@@ -574,8 +579,8 @@ class Agent:
         async for ev in self._max_iterations(turn):
             yield ev
 
-    @staticmethod
-    def _unread(turn: Turn, state: LoopState, allow: bool, names: Sequence[str], answer: str | None = None) -> bool:
+    def _unread(self, turn: Turn, state: LoopState, allow: bool, names: Sequence[str], answer: str | None = None,
+                ) -> bool:
         """This step's answer (None: before it is written) may be about a file the user named that no tool of this
         turn opened (``named_files``, a small model that has the filesystem tool, once a turn)."""
         if not (turn.named_files and allow and state.small and state.on("named_files") and not state.unread_told
@@ -589,7 +594,21 @@ class Agent:
             return False
         # Named only by calls that kept words ("Put on my list: send report.txt to Bob"): saying what they kept is
         # no answer about the file, but specifics nothing of the turn gave are ("The magic number is 42.").
-        return answer is None or not _only_recorded(turn, state) or _made_up(answer, turn, state)
+        return answer is None or not _only_recorded(turn, state) or self._made_up(answer, turn, state)
+
+    def _made_up(self, answer: str, turn: Turn, state: LoopState) -> bool:
+        """The answer states specifics (numbers, names: ``aids.unfounded``) that nothing the model was shown says:
+        the system prompt and memory, the conversation, this turn's calls and their results."""
+        calls = [json.dumps(c.arguments, ensure_ascii=False) for m in turn.history[state.start:]
+                 if m.role == "assistant" for c in m.tool_calls]
+        return bool(unfounded(answer, [*(m.content or "" for m in self._context(turn)), *calls, *turn.named_files]))
+
+    def _about_unread(self, answer: str, turn: Turn, state: LoopState) -> bool:
+        """Told that a file the user named was not read, the answer still speaks of it: it states specifics nothing
+        the model was shown gave (the 0.5B's "The cake should bake for 30 minutes."), or, unless only a note or a
+        plan's step named the file (their confirmation names it), it names the file."""
+        return (not _only_recorded(turn, state) and names_a_file(answer, turn.named_files)
+                or self._made_up(answer, turn, state))
 
     @staticmethod
     def _poor(turn: Turn, state: LoopState, decision: Decision, call: StreamedCall, plan: ToolPlan) -> str | None:
@@ -1009,20 +1028,6 @@ def _only_recorded(turn: Turn, state: LoopState) -> bool:
     """Calls of this turn named a file the message named, and each only kept words (``ports.RECORDS``)."""
     named = _namings(turn, state)
     return bool(named) and all((m.metadata or {}).get(ports.RECORDS) for m in named)
-
-
-def _made_up(answer: str, turn: Turn, state: LoopState) -> bool:
-    """The answer states specifics (numbers, codes, names: ``aids.unfounded``) that neither the user's words nor
-    a result of this turn says."""
-    this_turn = turn.history[state.start:]
-    return bool(unfounded(answer, [*asked(turn, state), *turn.named_files,
-                                   *(m.content or "" for m in results(this_turn))]))
-
-
-def _about_unread(answer: str, turn: Turn, state: LoopState) -> bool:
-    """Told that a file the user named was not read, the answer still speaks of it: it names the file, or states
-    specifics nothing of the turn gave (the 0.5B's "The cake should bake for 30 minutes.")."""
-    return names_a_file(answer, turn.named_files) or _made_up(answer, turn, state)
 
 
 def _still_unread(turn: Turn, state: LoopState) -> bool:

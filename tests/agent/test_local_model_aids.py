@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -308,14 +309,47 @@ async def test_a_step_of_a_plan_that_names_the_file_has_not_read_it(agent_env) -
     await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
     agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
                                                                        "steps": ["dig the name out of report.txt"]}}))
-    agent_env.fake.script(text="The author of the report is Navi.")
+    agent_env.fake.script(text="The author of the report is Priya Raman.")
     agent_env.fake.script(text=json.dumps({"name": "filesystem", "arguments": {"action": "read", "path": "report.txt"}}))
     agent_env.fake.script(text="It was written by someone.")
     events = await agent_env.run("Who wrote report.txt?")
     assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", True), ("filesystem", True)]
-    assert "Navi" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert "Priya" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert events[-1]["content"] == "It was written by someone."
     assert agent_env.requests()[2]["messages"][-1]["content"].startswith('Not shown to the user: you have not read')
+
+
+async def test_after_a_plans_step_made_up_specifics_twice_the_user_reads_what_was_done(agent_env) -> None:
+    """Told it had not read the file its todo step named, the model stated the made-up name again: the user reads
+    what the call did, and nothing is read that they may never have asked to have read."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
+                                                                       "steps": ["dig the name out of report.txt"]}}))
+    agent_env.fake.script(text="The author of the report is Priya Raman.")
+    agent_env.fake.script(text="It is Priya Raman.")
+    events = await agent_env.run("Who wrote report.txt?")
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["todo"]
+    assert "Priya" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
+    assert "dig the name out of report.txt" in events[-1]["content"] and "Priya" not in events[-1]["content"]
+    assert "have not read" not in events[-1]["content"]
+
+
+async def test_a_confirmation_with_what_the_model_was_shown_is_no_made_up_answer(agent_env) -> None:
+    """A name from earlier in the conversation, today's weekday from the prompt: the confirmation of a todo step
+    that names a file is shown as it was written, without a hidden round."""
+    _workspace(agent_env.session_id)
+    await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
+    agent_env.fake.script(text="Nice to meet you, Sam.")
+    await agent_env.run("Hi, I'm Sam.")
+    weekday = datetime.now(UTC).strftime("%A")
+    agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
+                                                                       "steps": ["send report.txt to Bob"]}}))
+    agent_env.fake.script(text=f"Added it to your list for {weekday}, Sam.")
+    before = len(agent_env.requests())
+    events = await agent_env.run("Put on my list: send report.txt to Bob.")
+    assert events[-1]["content"] == f"Added it to your list for {weekday}, Sam."
+    assert len(agent_env.requests()) == before + 2
 
 
 async def test_told_an_answer_with_specifics_from_nowhere_gets_the_read_made(agent_env) -> None:
@@ -337,9 +371,13 @@ async def test_told_an_answer_with_specifics_from_nowhere_gets_the_read_made(age
     ("The magic number is 42.", ["Find the magic number in facts.txt.", "Your todo list:\n1. dig in facts.txt"],
      {"42"}),
     ("Noted: send report.txt to Bob.", ["Put on my list: send report.txt to bob."], set()),
-    ("I'll remind you on Sunday. I added it.", ["Remind me to call Ann."], {"sunday"}),
+    ("I'll remind you on Sunday at 9 AM. I added it.", ["Remind me to call Ann.", "2026-11-29T09:00:00+00:00"],
+     {"sunday"}),
+    ("Set for 2026-11-29 at 09:00.", ["trigger_at=2026-11-29T09:00:00+00:00"], set()),
     ("Your list:\n1. buy stamps\n2. post it", ["1. buy stamps\n2. post it"], set()),
-    ("Done! Codename HERON-7 is set.", ["set it"], {"heron-7"}),
+    ("Done! Codename HERON-7 is set.", ["set it"], {"7"}),
+    ("  The meeting moved to Paris (e.g. Lyon), said Ann.", ["Note: meeting moved"], {"paris", "ann"}),
+    ("Bob's report is noted, OK.\nSend it to Bob 1) Call Ann", ["bob: report. call ann"], {"1"}),
 ])
 def test_specifics_an_answer_took_from_nowhere(answer: str, sources: list[str], made_up: set[str]) -> None:
     from agent.aids import unfounded

@@ -303,3 +303,34 @@ async def test_a_file_action_without_its_path_names_the_missing_field_and_change
     assert not result.success and "missing required field 'path'" in result.error
     assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"] and (folder / "keep.txt").read_text() == "kept"
     assert listed.success and "keep.txt" in listed.output
+
+
+def test_whether_a_call_only_keeps_words_is_the_tools_own_word(tools_env):  # noqa: F811
+    """``ToolRegistry.records``: the tool says so; an unknown tool, bad arguments or a failing check say it may have
+    opened what it names (the answer about that file is then not held for it)."""
+    from tools_app.builtins_meta.todo import TodoTool
+
+    class Moody(EchoTool):
+        name: ClassVar[str] = "moody"
+
+        def records(self, params: dict[str, Any]) -> bool:
+            raise RuntimeError("no idea")
+
+    registry = ToolRegistry()
+    for tool in (EchoTool(), Moody(), TodoTool()):
+        registry.register_builtin(tool)
+    assert registry.records("todo", {"action": "set", "steps": ["send report.txt"]})
+    assert not registry.records("echo", {"text": "report.txt"})
+    assert not registry.records("moody", {"text": "x"}) and not registry.records("nope", {})
+    assert not registry.records("todo", ["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+def test_the_tools_that_keep_words_say_so() -> None:
+    from memory_app.tools import MemorySaveTool, MemorySearchTool
+    from recall_app.tools import ScheduleRecallTool
+    from tools_app.builtins.filesystem import FilesystemTool
+    from tools_app.builtins_meta.scratchpad import ScratchpadTool
+
+    assert all(tool.records({}) for tool in (MemorySaveTool(), ScheduleRecallTool(), ScratchpadTool()))
+    assert not FilesystemTool().records({"action": "read", "path": "report.txt"})
+    assert not MemorySearchTool().records({})  # not said: it may have opened what it names
