@@ -151,6 +151,7 @@ _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<
 # Before a noun, the word is a repeat only where the noun is a thing a recall is ("an hourly reminder", "set
 # up daily alarms", "an hourly recurring reminder"): "a daily summary" is a kind of report, which a request may want once; and not after a
 # word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
+_SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"  # one already there
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
@@ -159,9 +160,14 @@ _SAID_RATE_RE = re.compile(
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
+    # how long what it is about lasts, between how often and the reminder: "a daily 10-minute stretch reminder"
+    # (it was read as one reminder in 10 minutes); the length is part of the match, no one-off of its own
+    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}(?P<kind_long>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
+    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){0,2}"
+    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?|timers?)\b(?!-))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
-    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b)|"
+    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b(?!-))|"
     # what it is about between, for one thing asked for: "an hourly drink-water reminder", "a daily pill alarm"
     # (the 1.5B set the first once; round 23); not "cancel weekly newsletter alerts", "turn off hourly battery alerts"
     r"(?<=\ba )(?P<kind_of>hourly|daily|weekly)(?=\s+(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
@@ -169,9 +175,9 @@ _SAID_RATE_RE = re.compile(
     r"(?<=\ban )(?P<kind_of_an>hourly|daily|weekly)(?=\s+(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
     r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in)\b(?!-)))")
 # A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
-# not one already there ("cancel the 10-minute reminder").
-_SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
-_SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
+# not one already there ("cancel the 10-minute reminder"), nor a length after how often ("a daily 10-minute
+# reminder": the rate's, ``kind_long``).
+_SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?<!\bhourly )(?<!\bdaily )(?<!\bweekly )(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
                                 r"(?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|timers?)\b)")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -255,7 +261,8 @@ def said_times(text: str) -> SaidTimes:
 def _rate_seconds(match: re.Match[str]) -> int | None:
     """The interval a repeat said as a rate means, in whole minutes ("twice a day": every 12 hours); None
     for no count ("zero times a day") or an interval under a minute."""
-    adverb = match.group("adverb") or match.group("kind") or match.group("kind_of") or match.group("kind_of_an")
+    adverb = (match.group("adverb") or match.group("kind") or match.group("kind_long") or match.group("kind_of")
+              or match.group("kind_of_an"))
     if adverb:
         return _UNITS[_ADVERB_UNITS[adverb]]
     if match.group("other"):

@@ -498,7 +498,11 @@ def test_the_relative_times_a_request_says() -> None:
     assert said_times("Set a 3-minute reminder to stretch.").once == (("3-minute", 180),)
     assert said_times("start a ten minute timer for the tea").once == (("ten minute", 600),)
     for text in ("cancel the 10-minute reminder", "my 5-minute alarm is too loud", "a 3-minute video about reminders",
-                 "log an entry for each day you worked", "each hour of the trip was fun"):
+                 "log an entry for each day you worked", "each hour of the trip was fun",
+                 # how often before the length: one already there, or no reminder at all (round 24)
+                 "cancel the daily 10-minute reminder", "my daily 5-minute alarm is too loud",
+                 "these hourly 2-minute pings are annoying", "a daily 10-minute reminder-free period",
+                 "a daily reminder-free period", "I do a daily 10-minute workout"):
         assert said_times(text).once == () and said_times(text).every == (), text
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
@@ -514,7 +518,11 @@ def test_the_relative_times_a_request_says() -> None:
                           ("Set an hourly recurring reminder: drink water.", 3600),  # the 0.5B, fresh11 (round 19)
                           # with what it is about between (the 1.5B set it once, fresh15, round 23)
                           ("Can you set an hourly drink-water reminder for me?", 3600),
-                          ("a daily pill reminder, please", 86400), ("set a weekly bin day alarm", 604800)):
+                          ("a daily pill reminder, please", 86400), ("set a weekly bin day alarm", 604800),
+                          # how long what it is about lasts, between: not a one-off of that length (round 24)
+                          ("Set a daily 10-minute reminder to stretch.", 86400),
+                          ("Give me a daily ten minute stretch reminder", 86400),
+                          ("set up hourly 5-minute walk alarms", 3600), ("a weekly 2 hour review reminder", 604800)):
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
