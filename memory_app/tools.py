@@ -15,7 +15,16 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
+from tools_app.base import (
+    QUESTION_STORED,
+    Tool,
+    ToolError,
+    ToolResult,
+    content_words,
+    numbers_left_out,
+    takes_a_word,
+    the_question,
+)
 
 MAX_RESULTS = 20
 
@@ -163,7 +172,14 @@ class MemorySaveTool(Tool):
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
-        if not request.strip() or not content_words(value) or takes_a_word(value, request):
+        if not request.strip() or not content_words(value):
+            return None
+        left_out = numbers_left_out(value, request)
+        if left_out:
+            return Doubt(reason=f"the fact {value[:120]!r} leaves out {', '.join(left_out)} of the user's words "
+                                f"({request[:160]!r}), so it was not saved. Save what the user told you, with its "
+                                "numbers.", answer=True, repeated_runs=True)
+        if takes_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",
