@@ -1256,6 +1256,23 @@ async def test_a_note_that_leaves_out_the_users_number_is_not_added_and_the_mode
     assert events[-1]["content"] == "Noted: plumber, invoice 1366."
 
 
+async def test_a_fact_that_is_the_users_whole_message_is_not_saved_and_the_model_does_what_it_asks(
+        bundled, settings) -> None:
+    # The 0.5B saved "last_message: Make a quick note: …" as a fact, and the memory the prompt carries made every
+    # later reminder of the run copy it (round 24).
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["memory_save", "user_notes"])
+    message = "Make a quick note: I need to call the plumber about invoice 8891."
+    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="last_message", value=message))
+    constrained_call(agent_env.fake, "user_notes", action="add", text="call the plumber about invoice 8891")
+    agent_env.fake.script(text="Noted: call the plumber about invoice 8891.")
+    events = await agent_env.run(message)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "is the user's whole message" in told
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert await _fact_values() == [] and _note_texts(settings) == ["call the plumber about invoice 8891"]
+
+
 async def test_a_fact_that_leaves_out_the_users_number_is_saved_only_when_made_again(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["memory_save", "todo"])
     for _ in range(2):  # advisory: the same fact again is the model's word that it is what the user meant
