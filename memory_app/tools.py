@@ -15,17 +15,7 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import (
-    QUESTION_STORED,
-    Tool,
-    ToolError,
-    ToolResult,
-    content_words,
-    numbers_left_out,
-    takes_a_word,
-    the_question,
-    the_whole_message,
-)
+from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
 
 MAX_RESULTS = 20
 
@@ -169,26 +159,11 @@ class MemorySaveTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A fact that takes no word or number of the user's words is no fact they told: the 0.5B saved
         "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an
-        earlier message ("Remember that.") is saved when the call is made again. Nor, loosely, is a fact that is the
-        user's whole message (``the_whole_message``, as for a note): the 0.5B saved "last_message: Make a quick note:
-        I need to call the plumber about invoice 8891.", and every later chat's reminder copied it from the memory
-        the prompt carries (round 24)."""
+        earlier message ("Remember that.") is saved when the call is made again."""
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
-        if value and the_whole_message(value, request):
-            return Doubt(reason=f"the fact {value[:120]!r} is the user's whole message ({request[:160]!r}), the "
-                                "asking included, so it was not saved. Save only what the user told you about "
-                                "themselves or their things; do what the message asks.",
-                         answer=True, repeated_runs=True)
-        if not request.strip() or not content_words(value):
-            return None
-        left_out = numbers_left_out(value, request)
-        if left_out:
-            return Doubt(reason=f"the fact {value[:120]!r} leaves out {', '.join(left_out)} of the user's words "
-                                f"({request[:160]!r}), so it was not saved. Save what the user told you, with its "
-                                "numbers.", answer=True, repeated_runs=True)
-        if takes_a_word(value, request):
+        if not request.strip() or not content_words(value) or takes_a_word(value, request):
             return None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",

@@ -19,7 +19,6 @@ from tools_app.base import (
     ToolError,
     ToolResult,
     content_words,
-    numbers_left_out,
     takes_a_word,
     the_question,
     the_whole_message,
@@ -154,14 +153,7 @@ def doubt(params: dict, request: str) -> Doubt | None:
                             "it asks for a note, so it was not added. Note only what the user asks you to note; "
                             "otherwise answer them.",
                      answer=True, repeated_runs=True)
-    if not request.strip() or not content_words(text):
-        return None
-    left_out = numbers_left_out(text, request)
-    if left_out:
-        return Doubt(reason=f"the note {text[:120]!r} leaves out {', '.join(left_out)} of the user's words "
-                            f"({request[:160]!r}), so it was not added. Note what the user said, with its numbers.",
-                     answer=True, repeated_runs=True)
-    if takes_a_word(text, request):
+    if not request.strip() or not content_words(text) or takes_a_word(text, request):
         return None
     return Doubt(reason=f"the note {text[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it was "
                         "not added. Note only what the user asked you to; if they asked something, answer it.",

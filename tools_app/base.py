@@ -125,22 +125,6 @@ def takes_a_word(value: str, request: str) -> bool:
     return any(w in said if w.isdigit() else w[:4] in stems for w in content_words(value))
 
 
-# A number of three digits or more the user said (an invoice, a code, a phone number), not a length of time.
-_KEPT_NUMBER = re.compile(r"(?<![\d.,:])\d{3,}(?![\d.,:]?\d)"
-                          r"(?!\s*-?\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\b)")
-
-
-def numbers_left_out(value: str, request: str) -> list[str]:
-    """The numbers of three digits or more in ``request`` (the user's words: an invoice, a code, a phone number;
-    not a length of time) when ``value`` (what a call would keep: a note, a fact) takes none of them: the detail
-    the user most needs kept. The 1.5B noted "Plumber needed to fix the leak in the bathroom." for "Jot this down:
-    plumber, invoice 1366." (round 24). A value that takes one of them is judged no further: two notes of one
-    message may each keep their own."""
-    said = list(dict.fromkeys(_KEPT_NUMBER.findall(request)))
-    kept = set(re.findall(r"\d+", value))
-    return [] if not said or kept & set(said) else said
-
-
 def _stems(text: str) -> set[str]:
     """``text``'s content words as the doubts compare them: a number whole, a word by its first four letters."""
     return {w if w.isdigit() else w[:4] for w in content_words(text)}

@@ -1239,68 +1239,6 @@ async def test_a_note_the_user_never_said_is_not_added_and_the_model_answers(bun
     assert events[-1]["content"] == "Hi! All is well here. How can I help?"
 
 
-async def test_a_note_that_leaves_out_the_users_number_is_not_added_and_the_model_notes_again(bundled, settings) -> None:
-    # The 1.5B noted "Plumber needed to fix the leak in the bathroom." for "Jot this down: plumber, invoice 1366."
-    # (round 24): the invoice, what the user most needed kept, was lost.
-    agent_env = bundled
-    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
-    agent_env.fake.script(text=as_text("user_notes", action="add", text="Plumber needed to fix the leak in the bathroom."))
-    constrained_call(agent_env.fake, "user_notes", action="add", text="plumber, invoice 1366")
-    constrained_call(agent_env.fake, "user_notes", action="add", text="plumber, invoice 1366")  # confirmed (round 18)
-    agent_env.fake.script(text="Noted: plumber, invoice 1366.")
-    events = await agent_env.run("Jot this down: plumber, invoice 1366.")
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
-    assert _note_texts(settings) == ["plumber, invoice 1366"]
-    told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "leaves out 1366 of the user's words" in told
-    assert events[-1]["content"] == "Noted: plumber, invoice 1366."
-
-
-async def test_a_fact_that_is_the_users_whole_message_is_not_saved_and_the_model_does_what_it_asks(
-        bundled, settings) -> None:
-    # The 0.5B saved "last_message: Make a quick note: …" as a fact, and the memory the prompt carries made every
-    # later reminder of the run copy it (round 24).
-    agent_env = bundled
-    await constrained(agent_env, enabled_tools=["memory_save", "user_notes"])
-    message = "Make a quick note: I need to call the plumber about invoice 8891."
-    agent_env.fake.script(text=as_text("memory_save", category="preferences", key="last_message", value=message))
-    constrained_call(agent_env.fake, "user_notes", action="add", text="call the plumber about invoice 8891")
-    agent_env.fake.script(text="Noted: call the plumber about invoice 8891.")
-    events = await agent_env.run(message)
-    told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "is the user's whole message" in told
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
-    assert await _fact_values() == [] and _note_texts(settings) == ["call the plumber about invoice 8891"]
-
-
-async def test_a_fact_that_leaves_out_the_users_number_is_saved_only_when_made_again(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["memory_save", "todo"])
-    for _ in range(2):  # advisory: the same fact again is the model's word that it is what the user meant
-        agent_env.fake.script(text=as_text("memory_save", category="personal", key="locker", value="my locker code"))
-    constrained_call(agent_env.fake, "memory_save", category="personal", key="locker", value="my locker code")
-    agent_env.fake.script(text="Saved.")
-    events = await agent_env.run("Remember my locker code is 4821.")
-    told = agent_env.requests()[1]["messages"][-1]["content"]
-    assert told.startswith("Not run: ") and "leaves out 4821" in told
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("memory_save", True)]
-    assert await _fact_values() == ["my locker code"]
-
-
-@pytest.mark.parametrize(("value", "request_", "left_out"), [
-    ("Plumber needed to fix the leak.", "Jot this down: plumber, invoice 1366.", ["1366"]),
-    ("call the plumber about invoice #1366", "Jot this down: plumber, invoice 1366.", []),
-    ("call mom", "Note: call mom, and remind me in 120 minutes", []),  # a length of time is no detail to keep
-    ("call 555", "note: call 555 1234", []),  # one of them kept: two notes may share a message
-    ("flight on the 12th", "note my flight BA293 on 12 May 2027", ["293", "2027"]),
-    ("buy milk", "note: it costs 1,500.50 at 10:30", []),
-    ("server_name: atlas", "Remember that my server is called atlas.", []),
-])
-def test_the_numbers_a_kept_value_leaves_out(value: str, request_: str, left_out: list[str]) -> None:
-    from tools_app.base import numbers_left_out
-
-    assert numbers_left_out(value, request_) == left_out
-
-
 async def test_a_note_of_an_earlier_message_is_added_when_the_call_is_made_again(bundled, settings) -> None:
     agent_env = bundled
     await constrained(agent_env, enabled_tools=["user_notes", "todo"])
