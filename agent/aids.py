@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -739,6 +739,16 @@ def names_a_file(text: str, files: Sequence[str]) -> bool:
     """``text`` names one of ``files`` (by its name, with or without its folder)."""
     lower = text.lower()
     return any(f.lower() in lower or f.rsplit("/", 1)[-1].lower() in lower for f in files)
+
+
+def unfounded_note(files: Sequence[str], specifics: Iterable[str]) -> str:
+    """What a small model is told when, after calls that only kept words naming files the user named (a note, a
+    todo step: ``ports.RECORDS``), its answer stated specifics nothing it was shown gave (``unfounded``)."""
+    listing = ", ".join(json.dumps(name, ensure_ascii=False) for name in files)
+    said = ", ".join(json.dumps(s, ensure_ascii=False) for s in sorted(specifics)[:5])
+    return (f"Not shown to the user: your answer says {said}, which no result of your tools and nothing the user "
+            f"said gives, and you have not read {listing}. Say what your tools did; if the user asked what the file "
+            "says, read it with the filesystem tool first.")
 
 
 def unread_note(files: Sequence[str]) -> str:

@@ -46,6 +46,7 @@ from agent.aids import (
     successes,
     summary_of,
     unfounded,
+    unfounded_note,
     unread_answer,
     unread_note,
     writes_text_calls,
@@ -480,8 +481,12 @@ class Agent:
                 state.unread_told = True
                 state.force_answer = False  # ordered to answer after a call about something else: it may read now
                 log.info("answer_unread_file", files=list(turn.named_files))
-                await turn.add(ChatMessage(role="user", content=unread_note(turn.named_files),
-                                           metadata={"synthetic": True}), buffer="context")
+                # After a note or a plan's step that named the file, the model is told what it made up, not sent to
+                # read a file the user may only have named.
+                made_up = self._made_up(decision.content, turn, state) if _only_recorded(turn, state) else set()
+                await turn.add(ChatMessage(role="user", content=unfounded_note(turn.named_files, made_up) if made_up
+                                           else unread_note(turn.named_files), metadata={"synthetic": True}),
+                               buffer="context")
                 continue
             if (not decision.calls and not decision.replaced and state.small and allow
                     and "filesystem" in plan.callable and _still_unread(turn, state)
@@ -594,21 +599,21 @@ class Agent:
             return False
         # Named only by calls that kept words ("Put on my list: send report.txt to Bob"): saying what they kept is
         # no answer about the file, but specifics nothing of the turn gave are ("The magic number is 42.").
-        return answer is None or not _only_recorded(turn, state) or self._made_up(answer, turn, state)
+        return answer is None or not _only_recorded(turn, state) or bool(self._made_up(answer, turn, state))
 
-    def _made_up(self, answer: str, turn: Turn, state: LoopState) -> bool:
-        """The answer states specifics (numbers, names: ``aids.unfounded``) that nothing the model was shown says:
-        the system prompt and memory, the conversation, this turn's calls and their results."""
+    def _made_up(self, answer: str, turn: Turn, state: LoopState) -> set[str]:
+        """The specifics the answer states (numbers, names: ``aids.unfounded``) that nothing the model was shown
+        says: the system prompt and memory, the conversation, this turn's calls and their results."""
         calls = [json.dumps(c.arguments, ensure_ascii=False) for m in turn.history[state.start:]
                  if m.role == "assistant" for c in m.tool_calls]
-        return bool(unfounded(answer, [*(m.content or "" for m in self._context(turn)), *calls, *turn.named_files]))
+        return unfounded(answer, [*(m.content or "" for m in self._context(turn)), *calls, *turn.named_files])
 
     def _about_unread(self, answer: str, turn: Turn, state: LoopState) -> bool:
         """Told that a file the user named was not read, the answer still speaks of it: it states specifics nothing
         the model was shown gave (the 0.5B's "The cake should bake for 30 minutes."), or, unless only a note or a
         plan's step named the file (their confirmation names it), it names the file."""
         return (not _only_recorded(turn, state) and names_a_file(answer, turn.named_files)
-                or self._made_up(answer, turn, state))
+                or bool(self._made_up(answer, turn, state)))
 
     @staticmethod
     def _poor(turn: Turn, state: LoopState, decision: Decision, call: StreamedCall, plan: ToolPlan) -> str | None:

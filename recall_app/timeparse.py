@@ -160,11 +160,16 @@ _SAID_RATE_RE = re.compile(
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
-    # how long what it is about lasts, between how often and the reminder: "a daily 10-minute stretch reminder"
-    # (it was read as one reminder in 10 minutes); the length is part of the match, no one-off of its own
+    # how long what it is about lasts, between how often and the reminder: "a daily 10-minute reminder" (it was
+    # read as one reminder in 10 minutes; round 24); the length is part of the match, no one-off of its own. With
+    # what it is about between too, only for one thing asked for ("a daily 10-minute stretch reminder"; not "turn
+    # off daily 10-minute stretch alarms"), as ``kind_of``
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}(?P<kind_long>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
-    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){0,2}"
-    r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?|timers?)\b(?!-))|"
+    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?"
+    r"|check-?ins?|timers?)\b(?!-))|"
+    rf"(?:(?<=\ba )|(?<=\ban ))(?P<kind_long_of>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
+    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
+    r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in|timer)\b(?!-))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
     r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b(?!-))|"
@@ -261,8 +266,8 @@ def said_times(text: str) -> SaidTimes:
 def _rate_seconds(match: re.Match[str]) -> int | None:
     """The interval a repeat said as a rate means, in whole minutes ("twice a day": every 12 hours); None
     for no count ("zero times a day") or an interval under a minute."""
-    adverb = (match.group("adverb") or match.group("kind") or match.group("kind_long") or match.group("kind_of")
-              or match.group("kind_of_an"))
+    adverb = (match.group("adverb") or match.group("kind") or match.group("kind_long") or match.group("kind_long_of")
+              or match.group("kind_of") or match.group("kind_of_an"))
     if adverb:
         return _UNITS[_ADVERB_UNITS[adverb]]
     if match.group("other"):

@@ -502,7 +502,8 @@ def test_the_relative_times_a_request_says() -> None:
                  # how often before the length: one already there, or no reminder at all (round 24)
                  "cancel the daily 10-minute reminder", "my daily 5-minute alarm is too loud",
                  "these hourly 2-minute pings are annoying", "a daily 10-minute reminder-free period",
-                 "a daily reminder-free period", "I do a daily 10-minute workout"):
+                 "a daily reminder-free period", "I do a daily 10-minute workout",
+                 "turn off daily 10-minute stretch alarms", "stop hourly 5-minute walk pings"):
         assert said_times(text).once == () and said_times(text).every == (), text
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
@@ -522,7 +523,7 @@ def test_the_relative_times_a_request_says() -> None:
                           # how long what it is about lasts, between: not a one-off of that length (round 24)
                           ("Set a daily 10-minute reminder to stretch.", 86400),
                           ("Give me a daily ten minute stretch reminder", 86400),
-                          ("set up hourly 5-minute walk alarms", 3600), ("a weekly 2 hour review reminder", 604800)):
+                          ("set up hourly 5-minute alarms", 3600), ("a weekly 2 hour review reminder", 604800)):
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",

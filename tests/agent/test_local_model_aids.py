@@ -316,7 +316,9 @@ async def test_a_step_of_a_plan_that_names_the_file_has_not_read_it(agent_env) -
     assert [(e["tool"], e["success"]) for e in events if e["type"] == "tool_call"] == [("todo", True), ("filesystem", True)]
     assert "Priya" not in "".join(e["delta"] for e in events if e["type"] == "stream_delta")
     assert events[-1]["content"] == "It was written by someone."
-    assert agent_env.requests()[2]["messages"][-1]["content"].startswith('Not shown to the user: you have not read')
+    told = agent_env.requests()[2]["messages"][-1]["content"]
+    assert told.startswith('Not shown to the user: your answer says "priya", "raman", which no result')
+    assert 'you have not read "report.txt"' in told
 
 
 async def test_after_a_plans_step_made_up_specifics_twice_the_user_reads_what_was_done(agent_env) -> None:
