@@ -293,33 +293,31 @@ class ToolRegistry:
             return None
 
     def looks(self, name: str, args: dict[str, Any]) -> bool:
-        """The tool's own word on whether the call only looks (``Tool.looks``)."""
-        tool = self.get(name)
-        try:
-            return bool(tool is not None and isinstance(args, dict) and tool.looks(args))
-        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
-            log.warning("tool_looks_failed", tool=name, exc_info=True)
-            return False
+        """The tool's own word on whether the call only looks (``Tool.looks``); an unknown tool, bad arguments or a
+        failing check: it does not."""
+        return self._says(name, args, "looks", otherwise=False)
 
     def changes(self, name: str, args: dict[str, Any]) -> bool:
         """The tool's own word on whether the call may change something (``Tool.changes``); an unknown tool, bad
         arguments or a failing check: it may."""
-        tool = self.get(name)
-        try:
-            return tool is None or not isinstance(args, dict) or bool(tool.changes(args))
-        except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
-            log.warning("tool_changes_failed", tool=name, exc_info=True)
-            return True
+        return self._says(name, args, "changes", otherwise=True)
 
     def records(self, name: str, args: dict[str, Any]) -> bool:
         """The tool's own word on whether the call only keeps or finds words (``Tool.records``); an unknown tool,
         bad arguments or a failing check: it does not."""
+        return self._says(name, args, "records", otherwise=False)
+
+    def _says(self, name: str, args: dict[str, Any], word: str, *, otherwise: bool) -> bool:
+        """What the tool's own check ``word`` (looks, changes, records) says of the call; ``otherwise`` when it
+        cannot say: no such tool, arguments that are no object, or a check that fails."""
         tool = self.get(name)
+        if tool is None or not isinstance(args, dict):
+            return otherwise
         try:
-            return bool(tool is not None and isinstance(args, dict) and tool.records(args))
+            return bool(getattr(tool, word)(args))
         except Exception:  # noqa: BLE001 - a check, never a reason for a turn to fail
-            log.warning("tool_records_failed", tool=name, exc_info=True)
-            return False
+            log.warning(f"tool_{word}_failed", tool=name, exc_info=True)
+            return otherwise
 
     def _refusal(self, name: str, tool: Tool | None, allowed: set[str] | None) -> str | None:
         available = [n for n in self.names() if allowed is None or n in allowed]

@@ -307,7 +307,8 @@ async def test_a_file_action_without_its_path_names_the_missing_field_and_change
 
 def test_whether_a_call_only_keeps_words_is_the_tools_own_word(tools_env):  # noqa: F811
     """``ToolRegistry.records``: the tool says so; an unknown tool, bad arguments or a failing check say it may have
-    opened what it names (the answer about that file is then not held for it)."""
+    opened what it names (the answer about that file is then not held for it). ``looks`` and ``changes`` fall back
+    the same way, each to its own side: no look, a change."""
     from tools_app.builtins_meta.todo import TodoTool
 
     class Moody(EchoTool):
@@ -316,6 +317,8 @@ def test_whether_a_call_only_keeps_words_is_the_tools_own_word(tools_env):  # no
         def records(self, params: dict[str, Any]) -> bool:
             raise RuntimeError("no idea")
 
+        looks = changes = records
+
     registry = ToolRegistry()
     for tool in (EchoTool(), Moody(), TodoTool()):
         registry.register_builtin(tool)
@@ -323,6 +326,9 @@ def test_whether_a_call_only_keeps_words_is_the_tools_own_word(tools_env):  # no
     assert not registry.records("echo", {"text": "report.txt"})
     assert not registry.records("moody", {"text": "x"}) and not registry.records("nope", {})
     assert not registry.records("todo", ["not", "a", "dict"])  # type: ignore[arg-type]
+    assert registry.changes("moody", {"text": "x"}) and registry.changes("nope", {})
+    assert not registry.looks("moody", {"text": "x"}) and not registry.looks("nope", {})
+    assert registry.changes("echo", {"text": "x"})  # a tool that does not say: it may change
 
 
 def test_the_tools_that_keep_words_say_so() -> None:
