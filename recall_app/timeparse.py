@@ -153,11 +153,14 @@ _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<
 # word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
 _SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"  # one already there
+_COUNTED = r"(?<!\bonce )(?<!\btwice )(?<!\bthrice )(?<!\btimes )"  # how often is the count's ("at most twice daily")
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
-    r"(?:(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
+    # how many times, then the adverb: "twice daily" is every 12 hours (it was read as daily; round 24)
+    r"(?:(?P<count_ly>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?P<per_ly>hourly|daily|weekly)(?![\w-])|"
+    r"(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
     r"(?P<per>minute|hour|day|week)(?![\w-])(?!\s+(?:has|have|had)\s+(?:passed|elapsed|gone)|\s+(?:is|was)\s+(?:up|over)|\s+(?:pass(?:es|ed)?|elapse[sd]?)\b|\s+went\s+by|'s\s+gone)|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
-    rf"(?<!\ba )(?<!\ban ){_POINTED_AT}"
+    rf"(?<!\ba )(?<!\ban ){_POINTED_AT}{_COUNTED}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
     r"\b(?!-)))|"
     # how long what it is about lasts, between how often and the reminder: "a daily 10-minute reminder" (it was
@@ -170,7 +173,7 @@ _SAID_RATE_RE = re.compile(
     rf"(?:(?<=\ba )|(?<=\ban ))(?P<kind_long_of>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
     r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
     r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in|timer)\b(?!-))|"
-    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}"
+    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}{_COUNTED}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
     r"(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|check-?ins?)\b(?!-))|"
     # what it is about between, for one thing asked for: "an hourly drink-water reminder", "a daily pill alarm"
@@ -182,7 +185,8 @@ _SAID_RATE_RE = re.compile(
 # A one-off said as the length before a thing a recall is: "a 3-minute reminder", "a ten minute timer";
 # not one already there ("cancel the 10-minute reminder"), nor a length after how often ("a daily 10-minute
 # reminder": the rate's, ``kind_long``).
-_SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?<!\bhourly )(?<!\bdaily )(?<!\bweekly )(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
+_SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?<!\bhourly )(?<!\bdaily )(?<!\bweekly )(?<!\bto )(?<!\bor )"
+                                rf"(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
                                 r"(?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|timers?)\b)")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
@@ -272,11 +276,12 @@ def _rate_seconds(match: re.Match[str]) -> int | None:
         return _UNITS[_ADVERB_UNITS[adverb]]
     if match.group("other"):
         return 2 * _UNITS[match.group("other")]
-    count = match.group("count").split()[0]
+    count = (match.group("count") or match.group("count_ly")).split()[0]
     times = int(count) if count.isdigit() else _COUNT_WORDS.get(count) or int(_NUMBER_WORDS.get(count, "0"))
     if times < 1:
         return None
-    seconds = round(_UNITS[match.group("per")] / times / 60) * 60
+    per = match.group("per") or _ADVERB_UNITS[match.group("per_ly")]
+    seconds = round(_UNITS[per] / times / 60) * 60
     return seconds if seconds >= 60 else None
 
 

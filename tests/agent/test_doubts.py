@@ -503,7 +503,11 @@ def test_the_relative_times_a_request_says() -> None:
                  "cancel the daily 10-minute reminder", "my daily 5-minute alarm is too loud",
                  "these hourly 2-minute pings are annoying", "a daily 10-minute reminder-free period",
                  "a daily reminder-free period", "I do a daily 10-minute workout",
-                 "turn off daily 10-minute stretch alarms", "stop hourly 5-minute walk pings"):
+                 "turn off daily 10-minute stretch alarms", "stop hourly 5-minute walk pings",
+                 # a range or a choice of lengths is no one time (the review's "a daily 10 to 15 minute reminder")
+                 "a daily 10 to 15 minute reminder", "set a daily 5-minute or 10-minute reminder", "a 5 or 10 minute timer",
+                 # how often is the count's, and a limit is no rate
+                 "at most twice daily", "no more than twice daily reminders"):
         assert said_times(text).once == () and said_times(text).every == (), text
     # A repeat said as a rate or an adverb of how often: the interval it means.
     for text, seconds in (("Please remind me hourly to stretch.", 3600), ("once an hour, stand up", 3600),
@@ -523,7 +527,10 @@ def test_the_relative_times_a_request_says() -> None:
                           # how long what it is about lasts, between: not a one-off of that length (round 24)
                           ("Set a daily 10-minute reminder to stretch.", 86400),
                           ("Give me a daily ten minute stretch reminder", 86400),
-                          ("set up hourly 5-minute alarms", 3600), ("a weekly 2 hour review reminder", 604800)):
+                          ("set up hourly 5-minute alarms", 3600), ("a weekly 2 hour review reminder", 604800),
+                          # how many times, then the adverb (it was read as the adverb alone: daily; round 24)
+                          ("remind me twice daily to take my pills", 43200), ("Set a twice daily reminder", 43200),
+                          ("3 times weekly, water the plants", 201600), ("once daily, check the logs", 86400)):
         assert [s for _, s in said_times(text).every] == [seconds], text
     # Not a repeat (nor a wrong one): another interval hyphenated, a noun, a limit, a rate no recall keeps.
     for text in ("Remind me bi-weekly to pay rent", "Take meds twice-daily.", "remind me half-hourly",
