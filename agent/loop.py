@@ -998,16 +998,21 @@ def _said(turn: Turn, state: LoopState) -> str:
     return "\n".join(asked(turn, state))
 
 
+def _says(registry: ports.ToolSet, word: str, call: ToolCallRequest, *, otherwise: bool) -> bool:
+    """What the tool set's ``word`` (looks, changes, records: the tool's own word on the call) says of the call;
+    ``otherwise`` for a ToolSet from before the port had it."""
+    port = getattr(registry, word, None)
+    return otherwise if port is None else bool(port(call.name, call.arguments))
+
+
 def _only_looks(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
     """The call only looks (``ToolSet.looks``): where a file is, not what it says."""
-    looks = getattr(registry, "looks", None)  # a ToolSet from before the port had it: no call only looks
-    return looks is not None and bool(looks(call.name, call.arguments))
+    return _says(registry, "looks", call, otherwise=False)
 
 
 def _only_records(registry: ports.ToolSet, call: ToolCallRequest) -> bool:
     """The call only keeps or finds words (``ToolSet.records``): a file its words name is not opened by it."""
-    records = getattr(registry, "records", None)  # a ToolSet from before the port had it: no call only records
-    return records is not None and bool(records(call.name, call.arguments))
+    return _says(registry, "records", call, otherwise=False)
 
 
 def _namings(turn: Turn, state: LoopState) -> list[ChatMessage]:

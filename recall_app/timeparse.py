@@ -153,12 +153,14 @@ _SAID_EVERY_RE = re.compile(rf"\b(?:every|(?<!for )each)\s+(?:single\s+)?(?:(?P<
 # word that points at one already there ("cancel my weekly reminder", "read the daily alerts").
 _SAID_SPAN_WORDS = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _POINTED_AT = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\byour )(?<!\bthis )(?<!\bthat )(?<!'s )"  # one already there
+_COUNT = r"(?:once|twice|thrice|\d+\s+times|[a-z]+\s+times)"  # how many times
+_LENGTH = rf"(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?"  # a length said before a noun: "10-minute"
 _COUNTED = r"(?<!\bonce )(?<!\btwice )(?<!\bthrice )(?<!\btimes )"  # how often is the count's ("at most twice daily")
 _SAID_RATE_RE = re.compile(
     r"(?<![\w-])(?<!at most )(?<!than )(?<!up to )"
     # how many times, then the adverb: "twice daily" is every 12 hours (it was read as daily; round 24)
-    r"(?:(?P<count_ly>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?P<per_ly>hourly|daily|weekly)(?![\w-])|"
-    r"(?P<count>once|twice|thrice|\d+\s+times|[a-z]+\s+times)\s+(?:a|an|per|each|every)\s+"
+    rf"(?:(?P<count_ly>{_COUNT})\s+(?P<per_ly>hourly|daily|weekly)(?![\w-])|"
+    rf"(?P<count>{_COUNT})\s+(?:a|an|per|each|every)\s+"
     r"(?P<per>minute|hour|day|week)(?![\w-])(?!\s+(?:has|have|had)\s+(?:passed|elapsed|gone)|\s+(?:is|was)\s+(?:up|over)|\s+(?:pass(?:es|ed)?|elapse[sd]?)\b|\s+went\s+by|'s\s+gone)|every\s+other\s+(?P<other>minute|hour|day|week)(?![\w-])|"
     rf"(?<!\ba )(?<!\ban ){_POINTED_AT}{_COUNTED}"
     r"(?P<adverb>hourly|daily|weekly)(?=\s*(?:$|[,.;:!?)]|(?:to|that|at|from|until|till|starting|and|please|for|on|then)"
@@ -167,11 +169,11 @@ _SAID_RATE_RE = re.compile(
     # read as one reminder in 10 minutes; round 24); the length is part of the match, no one-off of its own. With
     # what it is about between too, only for one thing asked for ("a daily 10-minute stretch reminder"; not "turn
     # off daily 10-minute stretch alarms"), as ``kind_of``
-    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}(?P<kind_long>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
-    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?"
+    rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}(?P<kind_long>hourly|daily|weekly)\s+{_LENGTH}"
+    r"[-\s](?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?"
     r"|check-?ins?|timers?)\b(?!-))|"
-    rf"(?:(?<=\ba )|(?<=\ban ))(?P<kind_long_of>hourly|daily|weekly)\s+(?:\d+|{_SAID_SPAN_WORDS})"
-    r"[-\s](?:minute|hour|day|week)s?[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
+    rf"(?:(?<=\ba )|(?<=\ban ))(?P<kind_long_of>hourly|daily|weekly)\s+{_LENGTH}"
+    r"[-\s](?=(?:[a-z]+(?:-[a-z]+)*\s+){1,2}"
     r"(?:reminder|alarm|alert|nudge|ping|notification|check-?in|timer)\b(?!-))|"
     rf"(?<!\bthese )(?<!\bthose ){_POINTED_AT}{_COUNTED}"
     r"(?P<kind>hourly|daily|weekly)(?=\s+(?:(?:recurring|repeating|regular)\s+)?"
@@ -186,7 +188,7 @@ _SAID_RATE_RE = re.compile(
 # not one already there ("cancel the 10-minute reminder"), nor a length after how often ("a daily 10-minute
 # reminder": the rate's, ``kind_long``).
 _SAID_KIND_ONCE_RE = re.compile(rf"(?<![\w-]){_POINTED_AT}(?<!\bhourly )(?<!\bdaily )(?<!\bweekly )(?<!\bto )(?<!\bor )"
-                                rf"(?P<span>(?:\d+|{_SAID_SPAN_WORDS})[-\s](?:minute|hour|day|week)s?)[-\s]"
+                                rf"(?P<span>{_LENGTH})[-\s]"
                                 r"(?=(?:reminders?|alarms?|alerts?|nudges?|pings?|notifications?|timers?)\b)")
 _ADVERB_UNITS = {"hourly": "hour", "daily": "day", "weekly": "week"}
 _COUNT_WORDS = {"once": 1, "twice": 2, "thrice": 3}
