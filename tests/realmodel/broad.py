@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 36 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 38 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -26,7 +26,8 @@ had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) 
 27 and 28, in ``FRESH12``) after round 19 had read fresh11, and round 21 **fresh13** (phrasings 29 and 30,
 in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phrasings 31 and 32, in ``FRESH14``)
 after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, in ``FRESH15``) after round 22
-had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15.
+had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15,
+and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -146,9 +147,9 @@ class Task:
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
-         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16")  # by phrasing index
+         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17")
 
 
 def _clock() -> float:
@@ -216,7 +217,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many bones are there in an adult human body?": ("206",),
              # the sixteenth fresh half (round 24)
              "Which river is the longest in Africa?": ("nile",),
-             "How many sides does a triangle have?": ("3", "three")}
+             "How many sides does a triangle have?": ("3", "three"),
+             # the seventeenth fresh half (round 25)
+             "What is the capital of Spain?": ("madrid",),
+             "How many wheels does a bicycle have?": ("2", "two")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -816,8 +820,33 @@ FRESH16: dict[str, tuple[str, str]] = {
                  "Can a helper agent read facts.txt and tell me what the magic number is?"),
 }
 
+# Round 25's held-out phrasings: fresh16 was read after round 24 reported it, so these were written,
+# and run once with round 24's code, before round 25 changed anything.
+FRESH17: dict[str, tuple[str, str]] = {
+    "greeting": ("Evening, Navi! All good on your end?", "Hello again, I hope your day is going well."),
+    "plain_question": ("What is the capital of Spain?", "How many wheels does a bicycle have?"),
+    "date_time": ("Tell me today's date, please.", "Got the current time handy?"),
+    "read_file": ("Crack open project.txt; I need the codename from it.",
+                  "project.txt mentions a codename. Which one?"),
+    "file_question": ("Which person wrote the file report.txt?", "Find out from report.txt who authored it."),
+    "write_file": ("Put milk, eggs and bread into a new file named shopping.txt, a line for each.",
+                   "Can you make shopping.txt listing milk, eggs, bread (one per line)?"),
+    "note": ("Write down for me: the plumber needs a call regarding invoice {v}.",
+             "Quick note please - call the plumber, invoice {v}."),
+    "remember": ("Keep this in your memory: my server's name is {v}.",
+                 "FYI, I named my server {v}; please don't forget it."),
+    "remind_once": ("Set a 3-minute reminder for me to stretch my legs.",
+                    "Give me a shout in three minutes to stretch my legs."),
+    "remind_every": ("Hourly, please remind me to have some water.",
+                     "I want to be reminded to drink water on the hour, every hour."),
+    "todo": ("Two things for my to-do list: buying stamps and posting the letter.",
+             "On my todo list, put: buy stamps; post the letter."),
+    "subagent": ("Send a subagent off to read facts.txt and fetch me the magic number.",
+                 "Use a helper agent: it should check facts.txt for the magic number and report back."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
