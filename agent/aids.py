@@ -43,6 +43,7 @@ None of them looks at the wording of a request: they act on what the model did.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -728,10 +729,34 @@ def particulars(text: str) -> set[str]:
     return found
 
 
+_WHEN = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):\d{2})?|\b(\d{1,2}):\d{2}\b")
+
+
+def _said_of_times(source: str) -> set[str]:
+    """What the dates and times ``source`` writes as numbers also say in words: a date's weekday and month names, a
+    time's hour on a 12-hour clock ("2026-11-29T15:00" says Sunday, November and 3)."""
+    said: set[str] = set()
+    for match in _WHEN.finditer(source):
+        year, month, day, hour = match.group(1, 2, 3, 4)
+        hour = hour or match.group(5)
+        if year:
+            try:
+                when = datetime.date(int(year), int(month), int(day))
+            except ValueError:
+                pass
+            else:
+                said |= {f"{when:%A}".lower(), f"{when:%B}".lower(), f"{when:%b}".lower()}
+        if hour and int(hour) < 24:
+            said.add(str(int(hour) % 12 or 12))
+    return said
+
+
 def unfounded(answer: str, sources: Sequence[str]) -> set[str]:
     """The specifics of ``answer`` (``particulars``) that none of ``sources`` (all the model was shown, and the
-    turn's calls) says: where the answer did not take them from, they were made up."""
+    turn's calls) says, in figures or, for a date or a time, in words (``_said_of_times``): where the answer did not
+    take them from, they were made up."""
     said = {_said_piece(match.group()) for source in sources for match in _PIECE.finditer(source)}
+    said |= {piece for source in sources for piece in _said_of_times(source)}
     return {piece for piece in particulars(answer) if piece not in said}
 
 

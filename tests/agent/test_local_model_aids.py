@@ -338,19 +338,20 @@ async def test_after_a_plans_step_made_up_specifics_twice_the_user_reads_what_wa
 
 
 async def test_a_confirmation_with_what_the_model_was_shown_is_no_made_up_answer(agent_env) -> None:
-    """A name from earlier in the conversation, today's weekday from the prompt: the confirmation of a todo step
+    """A name from earlier in the conversation, today's weekday and month from the prompt: the confirmation of a todo step
     that names a file is shown as it was written, without a hidden round."""
     _workspace(agent_env.session_id)
     await agent_env.set_profile(tool_calling="constrained", enabled_tools=["filesystem", "todo"])
     agent_env.fake.script(text="Nice to meet you, Sam.")
     await agent_env.run("Hi, I'm Sam.")
-    weekday = datetime.now(UTC).strftime("%A")
+    today = datetime.now(UTC)
+    said = f"Added it to your list for {today:%A}, {today:%B} {today.day}, Sam."  # the prompt's date, in words
     agent_env.fake.script(text=json.dumps({"name": "todo", "arguments": {"action": "set",
                                                                        "steps": ["send report.txt to Bob"]}}))
-    agent_env.fake.script(text=f"Added it to your list for {weekday}, Sam.")
+    agent_env.fake.script(text=said)
     before = len(agent_env.requests())
     events = await agent_env.run("Put on my list: send report.txt to Bob.")
-    assert events[-1]["content"] == f"Added it to your list for {weekday}, Sam."
+    assert events[-1]["content"] == said
     assert len(agent_env.requests()) == before + 2
 
 
@@ -373,8 +374,13 @@ async def test_told_an_answer_with_specifics_from_nowhere_gets_the_read_made(age
     ("The magic number is 42.", ["Find the magic number in facts.txt.", "Your todo list:\n1. dig in facts.txt"],
      {"42"}),
     ("Noted: send report.txt to Bob.", ["Put on my list: send report.txt to bob."], set()),
-    ("I'll remind you on Sunday at 9 AM. I added it.", ["Remind me to call Ann.", "2026-11-29T09:00:00+00:00"],
-     {"sunday"}),
+    ("I'll remind you on Monday at 9 AM. I added it.", ["Remind me to call Ann.", "2026-11-29T09:00:00+00:00"],
+     {"monday"}),
+    # a date or a time the sources write in figures, said in words: 2026-11-29 was a Sunday, 15:00 is 3 PM
+    ("I'll remind you on Sunday, November 29, at 3 PM.", ["Remind me to call Ann.", "2026-11-29T15:00:00+00:00"],
+     set()),
+    ("Set for 3:30 PM, Nov 29.", ["Remind me at 15:30 to call Ann.", "Today is 2026-11-29."], set()),
+    ("Set for 4 PM on December 1.", ["Remind me at 15:30 to call Ann.", "Today is 2026-11-29."], {"4", "december", "1"}),
     ("Set for 2026-11-29 at 09:00.", ["trigger_at=2026-11-29T09:00:00+00:00"], set()),
     ("Your list:\n1. buy stamps\n2. post it", ["1. buy stamps\n2. post it"], set()),
     ("Done! Codename HERON-7 is set.", ["set it"], {"7"}),
