@@ -15,7 +15,16 @@ from memory_app.models import CATEGORIES, MemoryFact, MemoryFactChange
 from memory_app.normalize import MAX_KEY, MAX_VALUE, normalize_category
 from memory_app.search import search_facts
 from navi_site.errors import NaviError
-from tools_app.base import QUESTION_STORED, Tool, ToolError, ToolResult, content_words, takes_a_word, the_question
+from tools_app.base import (
+    QUESTION_STORED,
+    Tool,
+    ToolError,
+    ToolResult,
+    content_words,
+    kept_not_scheduled,
+    takes_a_word,
+    the_question,
+)
 
 MAX_RESULTS = 20
 
@@ -159,12 +168,13 @@ class MemorySaveTool(Tool):
     def doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """A fact that takes no word or number of the user's words is no fact they told: the 0.5B saved
         "time_now: 2026-11-28T05:42Z" for "What is my server called?" (round 12). Advisory: a fact told in an
-        earlier message ("Remember that.") is saved when the call is made again."""
+        earlier message ("Remember that.") is saved when the call is made again. Loosely too, a fact for a request
+        that says when something is to happen ("in 3 minutes", "hourly": ``kept_not_scheduled``)."""
         value = str(params.get("value") or "")
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
         if not request.strip() or not content_words(value) or takes_a_word(value, request):
-            return None
+            return kept_not_scheduled(request, [value], what="a fact", done="saved", keep="save a fact") if content_words(value) else None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",
                      answer=True, repeated_runs=True)

@@ -19,6 +19,7 @@ from tools_app.base import (
     ToolError,
     ToolResult,
     content_words,
+    kept_not_scheduled,
     takes_a_word,
     the_question,
     the_whole_message,
@@ -144,7 +145,8 @@ def doubt(params: dict, request: str) -> Doubt | None:
     1.5B noted "Hello! I'm here to help." for "Hi there! Hope all is well." (round 18); nor, loosely, a note
     that is the user's whole message (``the_whole_message``: no word of it is left to ask for a note; round 19).
     Advisory: a note of something said in an earlier message ("Note that down.") is added when the call is made
-    again."""
+    again. Loosely too, a note for a request that says when something is to happen ("in 3 minutes", "hourly":
+    ``kept_not_scheduled``)."""
     text = str(params.get("text") or "") if params.get("action") == "add" else ""
     if the_question(text, request):
         return Doubt(reason=QUESTION_STORED.format(what=f"The note {text[:160]!r}"), answer=True)
@@ -154,7 +156,7 @@ def doubt(params: dict, request: str) -> Doubt | None:
                             "otherwise answer them.",
                      answer=True, repeated_runs=True)
     if not request.strip() or not content_words(text) or takes_a_word(text, request):
-        return None
+        return kept_not_scheduled(request, [text], what="a note", done="added", keep="add a note") if text else None
     return Doubt(reason=f"the note {text[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it was "
                         "not added. Note only what the user asked you to; if they asked something, answer it.",
                  answer=True, repeated_runs=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -96,6 +97,48 @@ class Tool(ABC):
 _WORDS = re.compile(r"\w+")
 QUESTION_STORED = ("{what} is the user's own question, word for word: keeping it does not answer it, so it was "
                    "not stored. Answer the question in words, from what you know or what this conversation says.")
+
+
+KEPT_NOT_SCHEDULED = ("the user's words ({request!r}) say when ({when!r}), and {what} keeps words without doing "
+                      "anything then, so it was not {done}. If they want to be reminded or have something done then, "
+                      "schedule a recall for it; {keep} only if that is what they asked for.")
+
+
+def _said_time(text: str) -> tuple[str, int] | None:
+    """The one time from now or repeat ``text`` says, as its words and seconds (``said_when``)."""
+    from recall_app.timeparse import said_times  # late: the recall app's own tools import this module
+
+    said = said_times(text)
+    times = [*said.once, *said.every]
+    return times[0] if len(times) == 1 and said.plain else None
+
+
+def said_when(request: str) -> str | None:
+    """The one time from now or repeat that ``request`` says, in its words ("in 3 minutes", "hourly", "a 3-minute
+    reminder": the recall time grammar, ``recall_app.timeparse.said_times``); None when it says none, more than one,
+    or not plainly. A note, a todo step or a fact does nothing at that time, so a small model's call of one for such a
+    request is held loosely unless it keeps the time in its words (``kept_not_scheduled``): the 0.5B set the todo
+    steps "stretch legs", "3 minutes" for "Set a 3-minute reminder for me to stretch my legs.", and saved the fact
+    "Water is essential for hydration" for an hourly reminder (round 25). Clock times and days ("at 5 pm", "on
+    Friday") are no time from now: a note or a list may well keep them."""
+    said = _said_time(request)
+    return said[0] if said else None
+
+
+def kept_not_scheduled(request: str, kept: Sequence[str], what: str, done: str, keep: str) -> Doubt | None:
+    """A loose doubt (the model's call made again runs) about a call that keeps words (``kept``: the note, the steps,
+    the fact) for a request that says when something is to happen (``said_when``), none of which says that time
+    itself ("drink water every hour" as a step of "put drink water every hour on my list" does: the user's time is
+    kept with what it is for); None when the request says no such time."""
+    said = _said_time(request)
+    if said is None:
+        return None
+    for value in kept:
+        times = _said_time(value)
+        if times is not None and times[1] == said[1]:
+            return None
+    return Doubt(reason=KEPT_NOT_SCHEDULED.format(request=request[:160], when=said[0], what=what, done=done, keep=keep),
+                 answer=True, repeated_runs=True)
 
 
 def the_question(text: str, request: str) -> bool:

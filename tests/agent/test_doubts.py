@@ -1604,3 +1604,79 @@ def test_the_time_grammar_reads_long_or_huge_input_without_error() -> None:
     assert parse_duration("9" * 400 + " minutes") is None
     long = "in 3 minutes " + "x" * SAID_MAX_CHARS
     assert said_times(long).once == () and not said_times(long).plain  # not read: nothing to correct
+
+
+async def test_a_list_for_a_time_from_now_is_not_set_and_the_reminder_is(agent_env) -> None:
+    # The 0.5B set the todo steps "stretch legs", "3 minutes" for a 3-minute reminder (round 25): a list does
+    # nothing in 3 minutes, so it is held loosely and the model may schedule the recall the user asked for.
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["check the oven", "10 minutes"]))
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 10 minutes",
+                                       additional_context_message="Remind the user to check the oven."))
+    agent_env.fake.script(text="I'll remind you to check the oven in 10 minutes.")
+    events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert not _todo_steps(agent_env) and (await _recall(agent_env)) is not None
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert told.startswith("Not run: ") and "say when ('in 10 minutes')" in told and "schedule a recall" in told
+    assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
+
+
+async def test_a_note_that_keeps_the_time_from_now_is_added_at_once(bundled, settings) -> None:
+    # A note may keep a time from now: the user's time kept with what it is for is what they asked to keep.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "schedule_recall"])
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="pizza arrives in 20 minutes", tags=[]))
+    agent_env.fake.script(text="Noted: the pizza arrives in 20 minutes.")
+    events = await agent_env.run("Note that the pizza arrives in 20 minutes.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert _note_texts(settings) == ["pizza arrives in 20 minutes"]
+    assert events[-1]["content"] == "Noted: the pizza arrives in 20 minutes." and len(agent_env.requests()) == 2
+
+
+async def test_a_note_without_the_time_is_added_when_the_call_is_made_again(bundled, settings) -> None:
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "schedule_recall"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("user_notes", action="add", text="the pizza is coming", tags=[]))
+    constrained_call(agent_env.fake, "user_notes", action="add", text="the pizza is coming", tags=[])  # confirmed
+    agent_env.fake.script(text="Noted: the pizza is coming.")
+    events = await agent_env.run("Note that the pizza arrives in 20 minutes.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert _note_texts(settings) == ["the pizza is coming"]
+    assert "say when ('in 20 minutes')" in agent_env.requests()[1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("request_text", "when"), [
+    ("Buzz me in 10 minutes to check the oven.", "in 10 minutes"),
+    ("Hourly, please nudge me to stand up.", "hourly"),
+    ("I need a 5-minute timer for the tea.", "5-minute"),
+    # no time from now, or more than one: left to the model
+    ("Add to my list: call mom at 5 pm.", None),
+    ("Remember that my server is called atlas.", None),
+    ("I go to the gym every Monday.", None),
+    ("Note: call Ann in 10 minutes and Bob in 20 minutes.", None),
+    ("", None),
+])
+def test_the_time_from_now_a_request_says(request_text: str, when: str | None) -> None:
+    from tools_app.base import said_when
+
+    assert said_when(request_text) == when
+
+
+def test_what_keeps_words_is_doubted_loosely_where_the_request_says_when() -> None:
+    from memory_app.tools import MemorySaveTool
+    from tools_app.builtins_meta.todo import TodoTool
+
+    request = "Every hour, nudge me to drink some water."
+    fact = MemorySaveTool().doubt({"category": "preferences", "key": "water", "value": "drink water"}, request)
+    assert fact is not None and fact.answer and fact.repeated_runs and "it was not saved" in fact.reason
+    steps = TodoTool().doubt({"action": "set", "steps": ["drink water"]}, request)
+    assert steps is not None and steps.repeated_runs and "so it was not set" in steps.reason
+    # nor where what is kept says the time itself, nor for requests that say no time from now
+    assert TodoTool().doubt({"action": "set", "steps": ["drink water every hour"]}, request) is None
+    assert MemorySaveTool().doubt({"category": "preferences", "key": "water", "value": "drink water hourly"},
+                                  request) is None
+    assert MemorySaveTool().doubt({"category": "preferences", "key": "water", "value": "drinks water"},
+                                  "I drink a lot of water.") is None
+    assert TodoTool().doubt({"action": "set", "steps": ["drink water"]}, "Add drink water to my list.") is None

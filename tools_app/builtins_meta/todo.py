@@ -16,6 +16,7 @@ from tools_app.base import (
     ToolError,
     ToolResult,
     content_words,
+    kept_not_scheduled,
     takes_a_word,
     the_question,
     the_whole_message,
@@ -161,7 +162,8 @@ class TodoTool(Tool):
         note. Add some details about the note." for a fact to keep, and an earlier task's words for a helper's
         (round 15); nor, loosely, a step that is the user's whole message (``the_whole_message``: the request
         listed instead of done; round 19). Advisory: a plan of the model's own making ("Plan my week") is set when
-        it calls again."""
+        it calls again. Loosely too, a list for a request that says when something is to happen ("in 3 minutes",
+        "hourly": ``kept_not_scheduled``)."""
         steps = params.get("steps") if params.get("action") == "set" else None
         if not isinstance(steps, list):
             return None
@@ -177,7 +179,9 @@ class TodoTool(Tool):
                          answer=True, repeated_runs=True)
         if (not content_words(request) or not any(content_words(s) for s in titles)
                 or any(takes_a_word(s, request) for s in titles)):
-            return None  # nothing to compare (steps "a" and "b"; a request of no word), or a step in the user's words
+            # nothing to compare (steps "a" and "b"; a request of no word), or a step in the user's words; loosely,
+            # not a list where the request says when something is to happen (``kept_not_scheduled``)
+            return kept_not_scheduled(request, titles, what="a todo list", done="set", keep="set a list")
         return Doubt(reason=f"the steps {' / '.join(titles)[:160]!r} are nothing the user's words ({request[:160]!r}) "
                             "say, so the list was not set. Set only steps the user asked for; if they asked for "
                             "something else, do that.",
