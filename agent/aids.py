@@ -729,24 +729,31 @@ def particulars(text: str) -> set[str]:
     return found
 
 
-_WHEN = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):\d{2})?|\b(\d{1,2}):\d{2}\b")
+# A date with its time, seconds and offset (read whole, so that "+05:00" is no time of its own), or a time alone.
+_WHEN = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+                   r"|(?<![\d:+\-.])(\d{1,2}):(\d{2})\b")
+# English names, whatever the locale: Navi's prompt and tools write dates in English.
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
 
 
 def _said_of_times(source: str) -> set[str]:
     """What the dates and times ``source`` writes as numbers also say in words: a date's weekday and month names, a
-    time's hour on a 12-hour clock ("2026-11-29T15:00" says Sunday, November and 3)."""
+    time's hour on a 12-hour clock ("2026-11-29T15:00" says Sunday, November and 3). A date or a time that is none
+    (2026-02-30, 23:99) says nothing."""
     said: set[str] = set()
     for match in _WHEN.finditer(source):
-        year, month, day, hour = match.group(1, 2, 3, 4)
-        hour = hour or match.group(5)
+        year, month, day, hour, minute = match.group(1, 2, 3, 4, 5)
         if year:
             try:
                 when = datetime.date(int(year), int(month), int(day))
             except ValueError:
-                pass
-            else:
-                said |= {f"{when:%A}".lower(), f"{when:%B}".lower(), f"{when:%b}".lower()}
-        if hour and int(hour) < 24:
+                continue
+            said |= {_WEEKDAYS[when.weekday()], _MONTHS[when.month - 1], _MONTHS[when.month - 1][:3]}
+        else:
+            hour, minute = match.group(6, 7)
+        if hour and int(hour) < 24 and int(minute) < 60:
             said.add(str(int(hour) % 12 or 12))
     return said
 

@@ -379,12 +379,12 @@ class Agent:
             if decision.calls:
                 decision = dataclasses.replace(decision, calls=[self._unsaid_dropped(c, plan, turn, state)
                                                                 for c in decision.calls])
-            doubt = self._doubt(registry, turn, state, decision.calls)
+            doubt = self._doubt(registry, turn, state, decision.calls, plan.callable)
             if doubt is not None and doubt.fix is not None:
                 decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
                 # The fixed call is doubted again, for what the fix did not touch (a reminder whose time was set as
                 # the user said it, with an instruction taken from the memory block; round 21).
-                doubt = _left_after_fix(self._doubt(registry, turn, state, decision.calls))
+                doubt = _left_after_fix(self._doubt(registry, turn, state, decision.calls, plan.callable))
             withheld = next((c.name for c in decision.calls if c.name in state.withheld), None)
             if withheld is not None and state.constrained and allow:
                 # Told that the tool has nothing for this request (``ports.Doubt.again``), the model calls it
@@ -693,10 +693,10 @@ class Agent:
                 or first.name in state.withheld or first.name in state.doubted_tools):
             return None
         first = self._unsaid_dropped(first, plan, turn, state)
-        doubt = self._doubt(registry, turn, state, [first])
+        doubt = self._doubt(registry, turn, state, [first], plan.callable)
         if doubt is not None and doubt.fix is not None:
             first = _fixed([first], doubt)[0]
-            doubt = _left_after_fix(self._doubt(registry, turn, state, [first]))
+            doubt = _left_after_fix(self._doubt(registry, turn, state, [first], plan.callable))
         if (doubt is not None or changes(first.name, first.arguments)
                 or argument_problem(first.arguments, plan.parameters(first.name),
                                     descriptions(plan.every, _steering(turn, state)), turn.goal)):
@@ -715,16 +715,20 @@ class Agent:
 
     @staticmethod
     def _doubt(registry: ports.ToolSet, turn: Turn, state: LoopState,
-               calls: Sequence[ToolCallRequest]) -> ports.Doubt | None:
+               calls: Sequence[ToolCallRequest], callable_: set[str]) -> ports.Doubt | None:
         """The tool's own doubt (``ToolSet.doubt``) about the first of a small model's ``calls`` that runs
-        (only the first call a small model writes runs), against the words of the user's request."""
+        (only the first call a small model writes runs), against the words of the user's request; none whose
+        advice needs a tool outside ``callable_`` (``Doubt.needs``)."""
         if not (state.small and state.on("doubts")):
             return None
         call = next((c for c in calls if not c.arguments_error), None)
         doubt = getattr(registry, "doubt", None)  # a ToolSet from before the port had it knows no doubts
         if call is None or doubt is None:
             return None
-        return doubt(call.name, call.arguments, _said(turn, state))
+        found: ports.Doubt | None = doubt(call.name, call.arguments, _said(turn, state))
+        if found is not None and found.needs and found.needs not in callable_:
+            return None  # its advice names a tool this turn cannot call (a profile without recalls)
+        return found
 
     def _needs_constraint(self, call: StreamedCall, decision: Decision, plan: ToolPlan, turn: Turn,
                           state: LoopState) -> bool:
@@ -748,7 +752,7 @@ class Agent:
         doubt; ``ANSWER`` when none was chosen or no usable call came (the next step answers), ``STOPPED``
         when the user stopped the turn meanwhile (``turn.outcome`` set), ``UNCHANGED`` when the server takes
         no schema (the call as written goes on)."""
-        step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c]),
+        step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c], plan.callable),
                                   contradicted=contradicted, tools=tools, none=none)
         if turn.stop_event.is_set():
             turn.outcome = "stopped"
@@ -758,7 +762,7 @@ class Agent:
         if step.call is None:
             return ANSWER
         decision = Decision(calls=[self._unsaid_dropped(step.call, plan, turn, state)], content="", from_text=True)
-        return decision, self._doubt(registry, turn, state, decision.calls)
+        return decision, self._doubt(registry, turn, state, decision.calls, plan.callable)
 
     async def _decide(self, turn: Turn, messages: list[ChatMessage], plan: ToolPlan, state: LoopState,
                       doubt: Callable[[ToolCallRequest], ports.Doubt | None],

@@ -81,6 +81,7 @@ class Doubt:
     fix: dict[str, Any] | None = None
     repeated_runs: bool = False
     again: bool = True
+    needs: str = ""  # a tool the doubt's advice names: where the turn cannot call it, the doubt is not made
 
 
 class ToolSet(Protocol):

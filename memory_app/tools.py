@@ -174,7 +174,8 @@ class MemorySaveTool(Tool):
         if the_question(value, request):
             return Doubt(reason=QUESTION_STORED.format(what=f"The fact {value[:120]!r}"), answer=True)
         if not request.strip() or not content_words(value) or takes_a_word(value, request):
-            return kept_not_scheduled(request, [value], what="a fact", done="saved", keep="save a fact") if content_words(value) else None
+            return kept_not_scheduled(request, [value, str(params.get("key") or "").replace("_", " ")], what="a fact",
+                                      done="saved", keep="save a fact") if content_words(value) else None
         return Doubt(reason=f"the fact {value[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it "
                             "was not saved. Save only what the user told you; if they asked something, answer it.",
                      answer=True, repeated_runs=True)

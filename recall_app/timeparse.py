@@ -127,7 +127,8 @@ _SAID_WORDS = "an?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _SAID_PART = (rf"(?:(?<![\d.])\d++(?:\.\d+)?\s*(?:{_UNIT_RE})|(?:{_SAID_WORDS})\s+(?:"
               + "|".join(sorted((u for u in _UNITS if len(u) > 1), key=len, reverse=True)) + "))(?![a-z])")
 _SAID_DURATION = rf"{_SAID_PART}(?:(?:\s+and\s+|\s+){_SAID_PART})*"
-# "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10"); so is the time until
+# "3 minutes out" is said as "3 minutes from now" is (not "3 minutes out of 10", nor "takes 45 minutes from now on":
+# the review of round 25); so is the time until
 # something happens counted as passing: "once 3 minutes have passed", "when ten minutes are up", "after an hour
 # has gone by" (the 1.5B set "Alert me to stretch my legs once 3 minutes have passed" for 09:00 the next day;
 # round 23).
@@ -136,7 +137,7 @@ _SAID_ONCE_RE = re.compile(rf"\b(?:(?:once|when|after)\s+(?P<passed>{_SAID_DURAT
                            r"(?!\s+(?:the|a|an|this|that|my|your|his|her|their|our|its|by|through|over|on|into)\b))"
                            r"(?!\s+since\b)"
                            rf"|(?:in|after)\s+(?P<lead>{_SAID_DURATION})|(?P<tail>{_SAID_DURATION})\s+"
-                           r"(?:from\s+now|later|hence|out(?!\s+of\b)))\b")
+                           r"(?:from\s+now(?!\s+on\b)|later|hence|out(?!\s+of\b)))\b")
 # "every hour", "every 2 hours", "each hour", "every single day" (said for emphasis); not "every second
 # week" (an ordinal), "every day of the trip", "every week's goals", "for each day" (one of several, not a
 # repeat).

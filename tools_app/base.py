@@ -102,6 +102,7 @@ QUESTION_STORED = ("{what} is the user's own question, word for word: keeping it
 KEPT_NOT_SCHEDULED = ("the user's words ({request!r}) say when ({when!r}), and {what} keeps words without doing "
                       "anything then, so it was not {done}. If they want to be reminded or have something done then, "
                       "schedule a recall for it; {keep} only if that is what they asked for.")
+SOON_SECONDS = 12 * 3600  # a time from now, or a repeat, within half a day: what a reminder is for, more than a list
 
 
 def _said_time(text: str) -> tuple[str, int] | None:
@@ -110,35 +111,37 @@ def _said_time(text: str) -> tuple[str, int] | None:
 
     said = said_times(text)
     times = [*said.once, *said.every]
-    return times[0] if len(times) == 1 and said.plain else None
+    return (times[0][0].strip(), times[0][1]) if len(times) == 1 and said.plain else None
 
 
 def said_when(request: str) -> str | None:
-    """The one time from now or repeat that ``request`` says, in its words ("in 3 minutes", "hourly", "a 3-minute
-    reminder": the recall time grammar, ``recall_app.timeparse.said_times``); None when it says none, more than one,
-    or not plainly. A note, a todo step or a fact does nothing at that time, so a small model's call of one for such a
-    request is held loosely unless it keeps the time in its words (``kept_not_scheduled``): the 0.5B set the todo
-    steps "stretch legs", "3 minutes" for "Set a 3-minute reminder for me to stretch my legs.", and saved the fact
-    "Water is essential for hydration" for an hourly reminder (round 25). Clock times and days ("at 5 pm", "on
-    Friday") are no time from now: a note or a list may well keep them."""
+    """The one time from now or repeat that ``request`` says, within half a day (``SOON_SECONDS``), in its words ("in
+    3 minutes", "hourly", "a 3-minute reminder": the recall time grammar, ``recall_app.timeparse.said_times``); None
+    when it says none, more than one, a later one, or not plainly. A note, a todo step or a fact does nothing at that
+    time, so a small model's call of one for such a request is held loosely unless it keeps the time in its words
+    (``kept_not_scheduled``): the 0.5B set the todo steps "stretch legs", "3 minutes" for "Set a 3-minute reminder
+    for me to stretch my legs.", and saved the fact "Water is essential for hydration" for an hourly reminder (round
+    25). Clock times and days ("at 5 pm", "on Friday") are no time from now, and a time days away is more often a
+    list's or a note's deadline ("pack boxes for the move in 2 days") than a reminder: neither is doubted."""
     said = _said_time(request)
-    return said[0] if said else None
+    return said[0] if said and said[1] <= SOON_SECONDS else None
 
 
 def kept_not_scheduled(request: str, kept: Sequence[str], what: str, done: str, keep: str) -> Doubt | None:
     """A loose doubt (the model's call made again runs) about a call that keeps words (``kept``: the note, the steps,
-    the fact) for a request that says when something is to happen (``said_when``), none of which says that time
-    itself ("drink water every hour" as a step of "put drink water every hour on my list" does: the user's time is
-    kept with what it is for); None when the request says no such time."""
+    the fact and its key) for a request that says when something is to happen soon (``said_when``), none of which says
+    that time itself ("drink water every hour" as a step of "put drink water every hour on my list" does: the user's
+    time is kept with what it is for); None when the request says no such time or nothing is kept. Only where the turn
+    can schedule a recall (``Doubt.needs``)."""
+    from recall_app.tools import ScheduleRecallTool  # late, as above
+
     said = _said_time(request)
-    if said is None:
+    if said is None or said[1] > SOON_SECONDS or not any(content_words(value) for value in kept):
         return None
-    for value in kept:
-        times = _said_time(value)
-        if times is not None and times[1] == said[1]:
-            return None
+    if any((_said_time(value) or ("", -1))[1] == said[1] for value in kept):
+        return None
     return Doubt(reason=KEPT_NOT_SCHEDULED.format(request=request[:160], when=said[0], what=what, done=done, keep=keep),
-                 answer=True, repeated_runs=True)
+                 answer=True, repeated_runs=True, needs=ScheduleRecallTool.name)
 
 
 def the_question(text: str, request: str) -> bool:

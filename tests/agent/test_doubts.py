@@ -1657,6 +1657,9 @@ async def test_a_note_without_the_time_is_added_when_the_call_is_made_again(bund
     ("I go to the gym every Monday.", None),
     ("Note: call Ann in 10 minutes and Bob in 20 minutes.", None),
     ("", None),
+    # a time days away is more often a list's or a note's deadline than a reminder; "from now on" is no time
+    ("Make me a todo list for the move in 2 days: pack boxes, book a van.", None),
+    ("Remember my commute takes 45 minutes from now on.", None),
 ])
 def test_the_time_from_now_a_request_says(request_text: str, when: str | None) -> None:
     from tools_app.base import said_when
@@ -1680,3 +1683,17 @@ def test_what_keeps_words_is_doubted_loosely_where_the_request_says_when() -> No
     assert MemorySaveTool().doubt({"category": "preferences", "key": "water", "value": "drinks water"},
                                   "I drink a lot of water.") is None
     assert TodoTool().doubt({"action": "set", "steps": ["drink water"]}, "Add drink water to my list.") is None
+    assert MemorySaveTool().doubt({"category": "habits", "key": "water_every_hour", "value": "drinks water"},
+                                  request) is None  # the key keeps the time
+    assert TodoTool().doubt({"action": "set", "steps": []}, "Clear my list, I'll redo it in an hour.") is None
+    assert steps.needs == "schedule_recall"
+
+
+async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_env) -> None:
+    # The doubt's advice is a recall: a profile that cannot schedule one keeps the list the model chose.
+    await constrained(agent_env, enabled_tools=["todo"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["check the oven"]))
+    agent_env.fake.script(text="Your list: check the oven.")
+    events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
+    assert events[-1]["content"] == "Your list: check the oven." and len(agent_env.requests()) == 2
