@@ -412,6 +412,8 @@ class Agent:
                 doubted = next((c for c in decision.calls if not c.arguments_error), None)
                 pointed = ([doubted.name] if contradicted and doubted is not None
                            else attempted_tools(call.text, decision.calls, plan.every))
+                if pointed:  # what a doubt of the turn advised stays a choice (the 0.5B, told a list does nothing in
+                    pointed = [*pointed, *sorted(state.advised - set(pointed))]  # 3 minutes, set it again; round 25)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
@@ -437,7 +439,7 @@ class Agent:
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, f"{reason.rstrip('.')}. Call {first.name} only if the user's "
                                              f"words need it; else choose {NO_TOOL} and answer in words"),
-                    tools=[first.name], none=True)
+                    tools=[first.name, *sorted(state.advised - {first.name})], none=True)
                 if again is STOPPED:
                     yield StreamStopped()
                     return
@@ -462,6 +464,8 @@ class Agent:
                 state.doubted_tools.update(c.name for c in decision.calls if not c.arguments_error)
                 if doubt.repeated_runs and first is not None:
                     state.loose[first.name] = doubt.reason
+                if doubt.needs:
+                    state.advised.add(doubt.needs)
                 if not doubt.again:
                     state.withheld.update(c.name for c in decision.calls if not c.arguments_error)
                 decision = Decision(calls=[], content=call.text or decision.content,
