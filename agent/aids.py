@@ -733,7 +733,7 @@ def particulars(text: str) -> set[str]:
 
 # A date with its time, seconds and offset (read whole, so that "+05:00" is no time of its own), or a time alone.
 _WHEN = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-                   r"|(?<![\d:+\-.])(\d{1,2}):(\d{2})\b")
+                   r"|(?<![\d:+\-.])(\d{1,2}):(\d{2})(?!\d)")
 # English names, whatever the locale: Navi's prompt and tools write dates in English.
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

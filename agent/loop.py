@@ -435,11 +435,13 @@ class Agent:
                 reason = doubt.reason if doubt is not None else state.loose[first.name]
                 state.confirmed.add(first.name)
                 log.info("call_doubted_confirm", tool=first.name)
+                advised = sorted(state.advised - {first.name})
+                instead = "".join(f"; call {name} if the user's words ask for what it does" for name in advised)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, f"{reason.rstrip('.')}. Call {first.name} only if the user's "
-                                             f"words need it; else choose {NO_TOOL} and answer in words"),
-                    tools=[first.name, *sorted(state.advised - {first.name})], none=True)
+                                             f"words need it{instead}; else choose {NO_TOOL} and answer in words"),
+                    tools=[first.name, *advised], none=True)
                 if again is STOPPED:
                     yield StreamStopped()
                     return

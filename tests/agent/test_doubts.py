@@ -1703,6 +1703,8 @@ async def test_a_list_set_again_after_the_doubt_may_become_the_recall_it_advised
     assert not _todo_steps(agent_env) and (await _recall(agent_env)) is not None
     confirm = agent_env.fake.schema_of(agent_env.fake.chat_requests[2])
     assert sorted(schema_names(confirm)) == ["none", "schedule_recall", "todo"]
+    told = agent_env.requests()[2]["messages"][-1]["content"]
+    assert "Call todo only if the user's words need it; call schedule_recall if the user's words ask" in told
     assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
 
 
@@ -1719,6 +1721,8 @@ async def test_a_broken_call_after_the_doubt_is_generated_again_with_the_advised
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
     assert sorted(schema_names(agent_env.fake.schema_of(agent_env.fake.chat_requests[2]))) == [
         "schedule_recall", "todo"]
+    assert not _todo_steps(agent_env) and (await _recall(agent_env)) is not None
+    assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
 
 
 async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_env) -> None:

@@ -383,6 +383,7 @@ async def test_told_an_answer_with_specifics_from_nowhere_gets_the_read_made(age
     ("Set for 4 PM on December 1.", ["Remind me at 15:30 to call Ann.", "Today is 2026-11-29."], {"4", "december", "1"}),
     # a timestamp's offset is no time of its own; a date that is none says no name
     ("I'll remind you at 12 PM.", ["Remind me to call Ann.", "2026-11-29T09:00:00+00:00"], {"12"}),
+    ("Set for 5 PM.", ["Remind me at 17:00UTC to call Ann."], set()),
     ("Set for 3 PM on a Monday in February.", ["at 2026-02-30T15:00"], {"3", "monday", "february"}),
     ("Set for 2026-11-29 at 09:00.", ["trigger_at=2026-11-29T09:00:00+00:00"], set()),
     ("Your list:\n1. buy stamps\n2. post it", ["1. buy stamps\n2. post it"], set()),
