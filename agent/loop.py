@@ -412,8 +412,10 @@ class Agent:
                 doubted = next((c for c in decision.calls if not c.arguments_error), None)
                 pointed = ([doubted.name] if contradicted and doubted is not None
                            else attempted_tools(call.text, decision.calls, plan.every))
-                if pointed:  # what a doubt of the turn advised stays a choice (the 0.5B, told a list does nothing in
-                    pointed = [*pointed, *sorted(state.advised - set(pointed))]  # 3 minutes, set it again; round 25)
+                # What a doubt of the turn advised stays a choice too: told that a list does nothing in 3 minutes
+                # and a recall would, the 0.5B wrote the list again (round 25).
+                if pointed:
+                    pointed = [*pointed, *sorted(state.advised - set(pointed))]
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
@@ -758,7 +760,8 @@ class Agent:
         doubt; ``ANSWER`` when none was chosen or no usable call came (the next step answers), ``STOPPED``
         when the user stopped the turn meanwhile (``turn.outcome`` set), ``UNCHANGED`` when the server takes
         no schema (the call as written goes on)."""
-        step = await self._decide(turn, messages, plan, state, lambda c: self._doubt(registry, turn, state, [c], plan.callable),
+        step = await self._decide(turn, messages, plan, state,
+                                  lambda c: self._doubt(registry, turn, state, [c], plan.callable),
                                   contradicted=contradicted, tools=tools, none=none)
         if turn.stop_event.is_set():
             turn.outcome = "stopped"
