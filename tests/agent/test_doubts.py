@@ -1733,3 +1733,40 @@ async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_e
     events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
     assert events[-1]["content"] == "Your list: check the oven." and len(agent_env.requests()) == 2
+
+
+async def test_the_users_words_given_back_after_a_doubted_call_are_decided_again(bundled, settings) -> None:
+    # Both models, their recall for "Write down for me: the plumber needs a call regarding invoice …" doubted (no
+    # time), answered the note's words and kept nothing (fresh17, round 25): the user could take it as noted.
+    agent_env = bundled
+    await constrained(agent_env, enabled_tools=["user_notes", "schedule_recall"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 1 hour",
+                                       additional_context_message="The gas bill of 84 euros is due."))
+    agent_env.fake.script(text="The gas bill of 84 euros is due.")
+    constrained_call(agent_env.fake, "user_notes", action="add", text="The gas bill of 84 euros is due.", tags=[])
+    agent_env.fake.script(text="Noted: the gas bill of 84 euros is due.")
+    events = await agent_env.run("Put this down for me: the gas bill of 84 euros is due.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
+    assert _note_texts(settings) == ["The gas bill of 84 euros is due."]
+    assert events[-1]["content"] == "Noted: the gas bill of 84 euros is due." == shown(events)
+    assert "the user's own words given back as the answer" in agent_env.requests()[2]["messages"][-1]["content"]
+
+
+async def test_the_users_words_given_back_with_no_call_doubted_are_the_answer(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["user_notes", "schedule_recall"])
+    agent_env.fake.script(text="the quick brown fox jumps")
+    events = await agent_env.run("Repeat after me: the quick brown fox jumps")
+    assert events[-1]["content"] == "the quick brown fox jumps" and len(agent_env.requests()) == 1
+
+
+def test_what_gives_the_users_words_back() -> None:
+    from agent.aids import repeats_the_end
+
+    asked = ["Write down for me: the plumber needs a call regarding invoice 4177."]
+    assert repeats_the_end("The plumber needs a call regarding invoice 4177.", asked)
+    assert repeats_the_end("Write down for me: the plumber needs a call regarding invoice 4177.", asked)
+    # more than the user's words, fewer than five, or not their end: an answer of the model's own
+    assert not repeats_the_end("Noted: the plumber needs a call regarding invoice 4177.", asked)
+    assert not repeats_the_end("invoice 4177.", asked)
+    assert not repeats_the_end("The plumber needs a call regarding", asked)
+    assert not repeats_the_end("", asked) and not repeats_the_end("a b c d e", [])
