@@ -18,7 +18,7 @@ from recall_app import services
 from recall_app.models import Recall
 from recall_app.timeparse import WHEN_PATTERN, WhenError, describe_delta, parse_when, said_times, says_when
 from sessions_app.models import Session
-from tools_app.base import Tool, ToolError, ToolResult
+from tools_app.base import SCHEDULE_RECALL, Tool, ToolError, ToolResult
 
 INSTRUCTION_RULES = (
     "additional_context_message is the instruction your future self receives when the recall fires, "
@@ -116,7 +116,7 @@ def _said(recall: Recall) -> str:
 
 
 class ScheduleRecallTool(Tool):
-    name: ClassVar[str] = "schedule_recall"
+    name: ClassVar[str] = SCHEDULE_RECALL
     description: ClassVar[str] = (
         "Set a reminder or schedule future work for yourself, once or repeating (a 'recall' of this session): "
         "when it fires you wake up, "

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from agent.aids import FUNCTION_WORDS, SHORT_FUNCTION_WORDS
 from agent.ports import Doubt
+from recall_app.timeparse import said_times  # the recall's own time grammar (a module of no model and no app import)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,13 +103,12 @@ QUESTION_STORED = ("{what} is the user's own question, word for word: keeping it
 KEPT_NOT_SCHEDULED = ("the user's words ({request!r}) say when ({when!r}), and {what} keeps words without doing "
                       "anything then, so it was not {done}. If they want to be reminded or have something done then, "
                       "schedule a recall for it; {keep} only if that is what they asked for.")
+SCHEDULE_RECALL = "schedule_recall"  # the recall app's tool (``recall_app.tools.ScheduleRecallTool`` is named so)
 SOON_SECONDS = 12 * 3600  # a time from now, or a repeat, within half a day: what a reminder is for, more than a list
 
 
 def _said_time(text: str) -> tuple[str, int] | None:
     """The one time from now or repeat ``text`` says, as its words and seconds (``said_when``)."""
-    from recall_app.timeparse import said_times  # late: the recall app's own tools import this module
-
     said = said_times(text)
     times = [*said.once, *said.every]
     return (times[0][0].strip(), times[0][1]) if len(times) == 1 and said.plain else None
@@ -133,15 +133,13 @@ def kept_not_scheduled(request: str, kept: Sequence[str], what: str, done: str, 
     that time itself ("drink water every hour" as a step of "put drink water every hour on my list" does: the user's
     time is kept with what it is for); None when the request says no such time or nothing is kept. Only where the turn
     can schedule a recall (``Doubt.needs``)."""
-    from recall_app.tools import ScheduleRecallTool  # late, as above
-
     said = _said_time(request)
     if said is None or said[1] > SOON_SECONDS or not any(content_words(value) for value in kept):
         return None
     if any((_said_time(value) or ("", -1))[1] == said[1] for value in kept):
         return None
     return Doubt(reason=KEPT_NOT_SCHEDULED.format(request=request[:160], when=said[0], what=what, done=done, keep=keep),
-                 answer=True, repeated_runs=True, needs=ScheduleRecallTool.name)
+                 answer=True, repeated_runs=True, needs=SCHEDULE_RECALL)
 
 
 def the_question(text: str, request: str) -> bool:
