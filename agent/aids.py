@@ -340,22 +340,6 @@ def _only_repeats(text: str, asked: Sequence[str]) -> bool:
     return " ".join(_WORD.findall(text.lower())) in _echoable(asked)
 
 
-ECHOED_PART = "the user's own words given back as the answer"  # ``repeats_the_end``, after a doubted call (round 25)
-
-
-def repeats_the_end(text: str, asked: Sequence[str]) -> bool:
-    """The answer is the end of one of the user's messages, word for word, and nothing more (five words or more):
-    after their call to keep it was doubted, both models answered "Write down for me: the plumber needs a call
-    regarding invoice 4177." with "The plumber needs a call regarding invoice 4177." (fresh17, round 25), and the
-    user, reading their own words back, could take it as kept. Judged only after a doubted call: "Repeat after me:
-    …" answered so, with no tool in mind, is the answer."""
-    said = _WORD.findall(text.lower())
-    if len(said) < REQUEST_ECHO_WORDS:
-        return False
-    return any(words[len(words) - len(said):] == said for words in (_WORD.findall(m.lower()) for m in asked)
-               if len(words) >= len(said))
-
-
 def _echoes_request(text: str, asked: Sequence[str]) -> bool:
     """The answer repeats one of the user's messages whole, word for word, from the start of one of its
     sentences: after the 1.5B set a todo list it answered "I have two things to do: buy stamps and post the

@@ -22,7 +22,6 @@ from agent import ctx, gate, ports
 from agent.aids import (
     DOUBTED,
     ECHOED,
-    ECHOED_PART,
     GUESSED,
     NOT_RUN,
     QUOTED,
@@ -39,7 +38,6 @@ from agent.aids import (
     observe,
     only_doubted,
     poor_answer,
-    repeats_the_end,
     request_openers,
     result_openers,
     results,
@@ -360,10 +358,6 @@ class Agent:
                 observe(state.model, structured=bool(call.tool_calls), text=decision.from_text)
             why = (self._poor(turn, state, decision, call, plan) if not decision.calls and decision.note is None
                    and not decision.replaced and self._may_reconsider(turn, state, allow) else None)
-            if (why is None and state.doubted and state.small and not decision.calls and decision.note is None
-                    and not decision.replaced and self._may_reconsider(turn, state, allow)
-                    and repeats_the_end(decision.content, asked(turn, state))):
-                why = ECHOED_PART  # its call doubted, the model gave the user's words back as if kept (round 25)
             if why == "a refusal" or why and state.doubted:
                 # A refusal before any tool ran ("I'm sorry, but I don't have the time to answer your question."
                 # for "Have you got the time?", the 0.5B; round 15): the model may lack no ability but the
