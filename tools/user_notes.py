@@ -156,7 +156,7 @@ def doubt(params: dict, request: str) -> Doubt | None:
                             "otherwise answer them.",
                      answer=True, repeated_runs=True)
     if not request.strip() or not content_words(text) or takes_a_word(text, request):
-        return kept_not_scheduled(request, [text], what="a note", done="added", keep="add a note") if text else None
+        return kept_not_scheduled(request, [text], what="a note", done="added", keep="add a note")
     return Doubt(reason=f"the note {text[:120]!r} is nothing the user's words ({request[:160]!r}) say, so it was "
                         "not added. Note only what the user asked you to; if they asked something, answer it.",
                  answer=True, repeated_runs=True)

@@ -114,6 +114,12 @@ def _said_time(text: str) -> tuple[str, int] | None:
     return (times[0][0].strip(), times[0][1]) if len(times) == 1 and said.plain else None
 
 
+def _said_soon(request: str) -> tuple[str, int] | None:
+    """``_said_time``, within half a day (``SOON_SECONDS``)."""
+    said = _said_time(request)
+    return said if said and said[1] <= SOON_SECONDS else None
+
+
 def said_when(request: str) -> str | None:
     """The one time from now or repeat that ``request`` says, within half a day (``SOON_SECONDS``), in its words ("in
     3 minutes", "hourly", "a 3-minute reminder": the recall time grammar, ``recall_app.timeparse.said_times``); None
@@ -123,8 +129,8 @@ def said_when(request: str) -> str | None:
     for me to stretch my legs.", and saved the fact "Water is essential for hydration" for an hourly reminder (round
     25). Clock times and days ("at 5 pm", "on Friday") are no time from now, and a time days away is more often a
     list's or a note's deadline ("pack boxes for the move in 2 days") than a reminder: neither is doubted."""
-    said = _said_time(request)
-    return said[0] if said and said[1] <= SOON_SECONDS else None
+    said = _said_soon(request)
+    return said[0] if said else None
 
 
 def kept_not_scheduled(request: str, kept: Sequence[str], what: str, done: str, keep: str) -> Doubt | None:
@@ -133,11 +139,11 @@ def kept_not_scheduled(request: str, kept: Sequence[str], what: str, done: str, 
     that time itself ("drink water every hour" as a step of "put drink water every hour on my list" does: the user's
     time is kept with what it is for); None when the request says no such time or nothing is kept. Only where the turn
     can schedule a recall (``Doubt.needs``)."""
-    said = _said_time(request)
-    if said is None or said[1] > SOON_SECONDS or not any(content_words(value) for value in kept):
+    said = _said_soon(request)
+    if said is None or not any(content_words(value) for value in kept):
         return None
-    if any((_said_time(value) or ("", -1))[1] == said[1] for value in kept):
-        return None
+    if said[1] in {time[1] for time in map(_said_time, kept) if time}:
+        return None  # the time is kept with what it is for
     return Doubt(reason=KEPT_NOT_SCHEDULED.format(request=request[:160], when=said[0], what=what, done=done, keep=keep),
                  answer=True, repeated_runs=True, needs=SCHEDULE_RECALL)
 
