@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 38 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 40 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -27,7 +27,8 @@ had read fresh8, and round 18 **fresh10** (phrasings 23 and 24, in ``FRESH10``) 
 in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phrasings 31 and 32, in ``FRESH14``)
 after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, in ``FRESH15``) after round 22
 had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15,
-and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16.
+and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16, and round 26
+**fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -147,9 +148,9 @@ class Task:
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
-         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17")  # by phrasing index
+         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
 
 
 def _clock() -> float:
@@ -220,7 +221,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many sides does a triangle have?": ("3", "three"),
              # the seventeenth fresh half (round 25)
              "What is the capital of Spain?": ("madrid",),
-             "How many wheels does a bicycle have?": ("2", "two")}
+             "How many wheels does a bicycle have?": ("2", "two"),
+             # the eighteenth fresh half (round 26)
+             "What is the capital of Canada?": ("ottawa",),
+             "How many players does a soccer team have on the field?": ("11", "eleven")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -845,8 +849,30 @@ FRESH17: dict[str, tuple[str, str]] = {
                  "Use a helper agent: it should check facts.txt for the magic number and report back."),
 }
 
+# Round 26's held-out phrasings: fresh17 was read after round 25 reported it, so these were written,
+# and run once with round 25's code, before round 26 changed anything.
+FRESH18: dict[str, tuple[str, str]] = {
+    "greeting": ("Hi, good to have you around, Navi.", "Morning! How are things with you today?"),
+    "plain_question": ("What is the capital of Canada?", "How many players does a soccer team have on the field?"),
+    "date_time": ("Do you know what today's date is?", "What time do you make it?"),
+    "read_file": ("What codename does project.txt give?", "Look up the codename stored in project.txt for me."),
+    "file_question": ("report.txt - who is its author?", "Who put report.txt together? I want the author's name."),
+    "write_file": ("Save a file called shopping.txt: milk, eggs, bread, one item per line.",
+                   "I need shopping.txt created with three lines: milk, eggs and bread."),
+    "note": ("Record a note saying the plumber needs phoning about invoice {v}.",
+             "Note for later: plumber call, invoice {v}."),
+    "remember": ("Don't forget: {v} is my server's name.", "Please store the fact that my server goes by {v}."),
+    "remind_once": ("When three minutes have passed, prompt me to stretch my legs.",
+                    "Could you nudge me to stretch my legs in 3 minutes?"),
+    "remind_every": ("Remind me to drink water once an hour.", "Every sixty minutes, nudge me to drink some water."),
+    "todo": ("Create a todo list of two items, buy stamps then post the letter.",
+             "My to-dos: buy stamps, post the letter. Add them to a list, please."),
+    "subagent": ("Have a subagent check facts.txt and tell me the magic number.",
+                 "Spin up a helper agent that reads facts.txt and returns the magic number."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
