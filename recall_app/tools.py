@@ -75,6 +75,41 @@ def _shares_a_word(some: set[str], others: set[str]) -> bool:
     return any(w[:4] in stems for w in some)
 
 
+_COPIED_WORDS = 6  # this many words in a row of the tool's own description: the instruction copies it
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def _says_what(instruction: str, request: str, described: str) -> bool:
+    """The instruction says something of what the request asks (a word of what, ``_what_words``), and is not
+    a copy of what Navi says of the tool (``described``: six words in a row the request does not say). A
+    request that says what in fewer than two words (a follow-up, "Okay, in 3 minutes then") leaves what to an
+    earlier message: any instruction may say it."""
+    wanted = _what_words(request)
+    if len(wanted) < 2:
+        return True
+    if not _shares_a_word(_what_words(instruction), wanted):
+        return False
+    words, said, told = _words(instruction), f" {' '.join(_words(request))} ", f" {' '.join(_words(described))} "
+    runs = (f" {' '.join(words[i:i + _COPIED_WORDS])} " for i in range(len(words) - _COPIED_WORDS + 1))
+    return not any(run in told and run not in said for run in runs)
+
+
+def _asked_instruction(request: str) -> str:
+    """The recall's instruction in the user's own words: the request without the times it says (they are the
+    recall's time), so that when it fires the run does what was asked, not what a model made of it."""
+    text = " ".join(request.split())
+    said = said_times(text)
+    for words, _seconds in (*said.once, *said.every):
+        text = re.sub(r"\s+".join(map(re.escape, words.split())), " ", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+([,.!?;:])", r"\1", " ".join(text.split())).strip(" ,;:-")
+    if not text:
+        return ""
+    return f'Due now, as the user asked: "{text[:services.MAX_INSTRUCTION_CHARS - 40]}"'
+
+
 # A request that also names a clock time or a day: its times are the model's to combine.
 _CLOCK_WORDS = re.compile(r"\b(?:\d{1,2}:\d{2}|\d{1,2}\s*(?:am|pm)|at\s+\d{1,2}|o'?clock|noon|midnight|today|tonight|"
                           r"tomorrow|morning|afternoon|evening|night|monday|tuesday|wednesday|thursday|friday|"
@@ -176,12 +211,20 @@ class ScheduleRecallTool(Tool):
 
         Also an instruction that takes none of the words of what the user asked for (the 0.5B's "I'm going to
         set a reminder for you tomorrow at 20:54Z." for "Give me a nudge to stretch my legs 3 minutes from
-        now"): when it fires, the recall would do something nobody asked for. No fix: the model writes it again.
-        Only once the time is right (a wrong time is fixed first, whatever the instruction says), and only
-        where the request says what in two words or more (a follow-up such as "Okay, in 3 minutes then,
-        thanks" says only when: what it is about was said before)."""
+        now"), or that copies what Navi says of this tool (the 0.5B wrote schedule_recall's description as its
+        instruction; round 25): when it fires, the recall would do something nobody asked for. The fix is the
+        user's own words without their times (``_asked_instruction``), with the time's fix where there is one
+        (until round 25 the model wrote it again, and a call told twice ran as written). Only where the request
+        says what in two words or more (a follow-up such as "Okay, in 3 minutes then, thanks" says only when:
+        what it is about was said before)."""
         timing = self._time_doubt(params, request)
+        instruction = str(params.get("additional_context_message") or "")
+        own = "" if _says_what(instruction, request, self._own_words()) else _asked_instruction(request)
         if timing is not None:
+            if own and timing.fix is not None:
+                return Doubt(reason=f"{timing.reason}; and the instruction {instruction[:120]!r} says nothing of what "
+                                    "they asked for: it is their own words now",
+                             fix={**timing.fix, "additional_context_message": own})
             return timing
         kind = str(params.get("call_type") or "").strip().lower()
         if kind in ("once", "recurring") and request.strip() and not says_when(request):
@@ -197,13 +240,17 @@ class ScheduleRecallTool(Tool):
             return Doubt(reason=f"the user's words ({request[:160]!r}) say no time, so no recall was scheduled. "
                                 "Schedule one only if they want work done in the background; otherwise do what "
                                 "they asked.", answer=True, repeated_runs=True)
-        instruction = str(params.get("additional_context_message") or "")
-        wanted = _what_words(request)
-        if len(wanted) >= 2 and not _shares_a_word(_what_words(instruction), wanted):
+        if own:
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
-                                f"({request[:160]!r}): write in additional_context_message what the recall is to "
-                                "do, with the user's own words")
+                                f"({request[:160]!r}): it is their own words now",
+                         fix={"additional_context_message": own})
         return None
+
+    @classmethod
+    def _own_words(cls) -> str:
+        """What Navi tells the model of this tool: an instruction that copies it says nothing the user asked."""
+        return " ".join([cls.description, *(str(p.get("description") or "")
+                                            for p in cls.parameters["properties"].values())])
 
     def _time_doubt(self, params: dict[str, Any], request: str) -> Doubt | None:
         """The call's time, against the one relative time the request says (``doubt``)."""
