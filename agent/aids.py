@@ -105,6 +105,8 @@ class LoopState:
     doubted_tools: set[str] = field(default_factory=set)  # the tools of those calls
     confirmed: set[str] = field(default_factory=set)  # of those, called again and confirmed under the grammar
     loose: dict[str, str] = field(default_factory=dict)  # a tool whose call was doubted loosely: the doubt's reason
+    # Tools a doubt of this turn advised (``ports.Doubt.needs``): a call generated again under the grammar may be one.
+    advised: set[str] = field(default_factory=set)
     # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)

@@ -412,6 +412,10 @@ class Agent:
                 doubted = next((c for c in decision.calls if not c.arguments_error), None)
                 pointed = ([doubted.name] if contradicted and doubted is not None
                            else attempted_tools(call.text, decision.calls, plan.every))
+                # What a doubt of the turn advised stays a choice too: told that a list does nothing in 3 minutes
+                # and a recall would, the 0.5B wrote the list again (round 25).
+                if pointed:
+                    pointed = [*pointed, *sorted(state.advised - set(pointed))]
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
@@ -433,11 +437,13 @@ class Agent:
                 reason = doubt.reason if doubt is not None else state.loose[first.name]
                 state.confirmed.add(first.name)
                 log.info("call_doubted_confirm", tool=first.name)
+                advised = sorted(state.advised - {first.name})
+                instead = "".join(f"; call {name} if the user's words ask for what it does" for name in advised)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, f"{reason.rstrip('.')}. Call {first.name} only if the user's "
-                                             f"words need it; else choose {NO_TOOL} and answer in words"),
-                    tools=[first.name], none=True)
+                                             f"words need it{instead}; else choose {NO_TOOL} and answer in words"),
+                    tools=[first.name, *advised], none=True)
                 if again is STOPPED:
                     yield StreamStopped()
                     return
@@ -462,6 +468,8 @@ class Agent:
                 state.doubted_tools.update(c.name for c in decision.calls if not c.arguments_error)
                 if doubt.repeated_runs and first is not None:
                     state.loose[first.name] = doubt.reason
+                if doubt.needs:
+                    state.advised.add(doubt.needs)
                 if not doubt.again:
                     state.withheld.update(c.name for c in decision.calls if not c.arguments_error)
                 decision = Decision(calls=[], content=call.text or decision.content,

@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from recall_app.timeparse import said_times
-from tests.agent.test_constrained import as_text, calls, constrained, constrained_call, shown
+from tests.agent.test_constrained import as_text, calls, constrained, constrained_call, schema_names, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -1677,6 +1677,42 @@ def test_what_keeps_words_is_doubted_loosely_where_the_request_says_when() -> No
                                   request) is None  # the key keeps the time
     assert TodoTool().doubt({"action": "set", "steps": []}, "Clear my list, I'll redo it in an hour.") is None
     assert steps.needs == "schedule_recall"
+
+
+async def test_a_list_set_again_after_the_doubt_may_become_the_recall_it_advised(agent_env) -> None:
+    # Told that a list does nothing in 3 minutes, the 0.5B set it again (round 25): the grammar that confirms the
+    # call offers the recall the doubt advised, as well as the list and none.
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo", "user_notes"])
+    for _ in range(2):
+        agent_env.fake.script(text=as_text("todo", action="set", steps=["check the oven"]))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 10 minutes",
+                     additional_context_message="Remind the user to check the oven.")
+    agent_env.fake.script(text="I'll remind you to check the oven in 10 minutes.")
+    events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert not _todo_steps(agent_env) and (await _recall(agent_env)) is not None
+    confirm = agent_env.fake.schema_of(agent_env.fake.chat_requests[2])
+    assert sorted(schema_names(confirm)) == ["none", "schedule_recall", "todo"]
+    told = agent_env.requests()[2]["messages"][-1]["content"]
+    assert "Call todo only if the user's words need it; call schedule_recall if the user's words ask" in told
+    assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
+
+
+async def test_a_broken_call_after_the_doubt_is_generated_again_with_the_advised_tool_offered(agent_env) -> None:
+    # The 0.5B's next call after the doubt copied a tool's description into the list (round 25): generated again,
+    # the grammar offers the tool it named and the recall the doubt advised.
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo", "user_notes"])
+    agent_env.fake.script(text=as_text("todo", action="set", steps=["check the oven"]))
+    agent_env.fake.script(text=as_text("todo", action="set", steps="check the oven"))  # not a list
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when="in 10 minutes",
+                     additional_context_message="Remind the user to check the oven.")
+    agent_env.fake.script(text="I'll remind you to check the oven in 10 minutes.")
+    events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
+    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("schedule_recall", True)]
+    assert sorted(schema_names(agent_env.fake.schema_of(agent_env.fake.chat_requests[2]))) == [
+        "schedule_recall", "todo"]
+    assert not _todo_steps(agent_env) and (await _recall(agent_env)) is not None
+    assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
 
 
 async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_env) -> None:
