@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from agent.aids import FUNCTION_WORDS
-from agent.ctx import current_session_id, current_user_id
+from agent.ctx import current_guard, current_session_id, current_user_id
 from agent.decide import GRAMMAR_PATTERN
 from agent.domains import DOMAIN_KEY, TOOLS
 from agent.ports import SUMMARY, Doubt
@@ -76,38 +76,47 @@ def _shares_a_word(some: set[str], others: set[str]) -> bool:
 
 
 _COPIED_WORDS = 6  # this many words in a row of the tool's own description: the instruction copies it
+MAX_ASKED_CHARS = 600  # of the user's words kept as a recall's instruction
 
 
 def _words(text: str) -> list[str]:
     return re.findall(r"[^\W_]+", text.lower())
 
 
-def _says_what(instruction: str, request: str, described: str) -> bool:
-    """The instruction says something of what the request asks (a word of what, ``_what_words``), and is not
-    a copy of what Navi says of the tool (``described``: six words in a row the request does not say). A
-    request that says what in fewer than two words (a follow-up, "Okay, in 3 minutes then") leaves what to an
-    earlier message: any instruction may say it."""
+def _takes_what(instruction: str, request: str) -> bool:
+    """The instruction takes a word of what the request asks (``_what_words``, in any inflection). A request that
+    says what in fewer than two words (a follow-up, "Okay, in 3 minutes then") leaves what to an earlier message:
+    any instruction may say it."""
     wanted = _what_words(request)
-    if len(wanted) < 2:
+    return len(wanted) < 2 or _shares_a_word(_what_words(instruction), wanted)
+
+
+def _no_instruction(instruction: str, request: str, described: str) -> bool:
+    """The instruction is certainly none of the model's own: no word of what at all ("", "Nudge!"), or a copy of
+    what Navi says of the tool (``described``: six words in a row that the request does not say)."""
+    if not _what_words(instruction):
         return True
-    if not _shares_a_word(_what_words(instruction), wanted):
-        return False
     words, said, told = _words(instruction), f" {' '.join(_words(request))} ", f" {' '.join(_words(described))} "
     runs = (f" {' '.join(words[i:i + _COPIED_WORDS])} " for i in range(len(words) - _COPIED_WORDS + 1))
-    return not any(run in told and run not in said for run in runs)
+    return any(run in told and run not in said for run in runs)
 
 
 def _asked_instruction(request: str) -> str:
     """The recall's instruction in the user's own words: the request without the times it says (they are the
-    recall's time), so that when it fires the run does what was asked, not what a model made of it."""
+    recall's time), so that when it fires the run does what was asked. "" where what is left still says a time
+    (a clock time, a day, a time in words the grammar does not read, a request too long for it): a run that read
+    it could schedule it again."""
     text = " ".join(request.split())
     said = said_times(text)
+    if len(said.once) + len(said.every) > 1:
+        return ""  # "in 5 minutes and again in 10": what is left of it is no one thing asked
     for words, _seconds in (*said.once, *said.every):
         text = re.sub(r"\s+".join(map(re.escape, words.split())), " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s+([,.!?;:])", r"\1", " ".join(text.split())).strip(" ,;:-")
-    if not text:
+    text = re.sub(r"\s+([,.!?;:])", r"\1", " ".join(text.split())).strip(" ,.;:-")
+    if len(_what_words(text)) < 2 or says_when(text):
         return ""
-    return f'Due now, as the user asked: "{text[:services.MAX_INSTRUCTION_CHARS - 40]}"'
+    return (f'When due: do what was asked, "{text[:MAX_ASKED_CHARS]}", or tell the user it is time (this recall is '
+            "that reminder; set no other).")
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
@@ -211,15 +220,19 @@ class ScheduleRecallTool(Tool):
 
         Also an instruction that takes none of the words of what the user asked for (the 0.5B's "I'm going to
         set a reminder for you tomorrow at 20:54Z." for "Give me a nudge to stretch my legs 3 minutes from
-        now"), or that copies what Navi says of this tool (the 0.5B wrote schedule_recall's description as its
-        instruction; round 25): when it fires, the recall would do something nobody asked for. The fix is the
-        user's own words without their times (``_asked_instruction``), with the time's fix where there is one
-        (until round 25 the model wrote it again, and a call told twice ran as written). Only where the request
-        says what in two words or more (a follow-up such as "Okay, in 3 minutes then, thanks" says only when:
-        what it is about was said before)."""
+        now"): when it fires, the recall would do something nobody asked for. No fix: the model writes it again
+        (its words may say it in others: a follow-up, a synonym, another language). Only where the request says
+        what in two words or more (a follow-up such as "Okay, in 3 minutes then, thanks" says only when: what it
+        is about was said before).
+
+        An instruction that is certainly none (no word of what: "", "Nudge!"; or six words in a row of what Navi
+        says of this tool, which the 0.5B copied; rounds 25 and 26) is the user's own words without their times
+        (``_asked_instruction``), with the time's fix where there is one; not in a recall's own run, whose request
+        is no words of the user's, nor where the words left still say a time."""
         timing = self._time_doubt(params, request)
         instruction = str(params.get("additional_context_message") or "")
-        own = "" if _says_what(instruction, request, self._own_words()) else _asked_instruction(request)
+        taken = _takes_what(instruction, request)
+        own = self._asked(request) if _no_instruction(instruction, request, self._own_words()) else ""
         if timing is not None:
             if own and timing.fix is not None:
                 return Doubt(reason=f"{timing.reason}; and the instruction {instruction[:120]!r} says nothing of what "
@@ -244,7 +257,18 @@ class ScheduleRecallTool(Tool):
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): it is their own words now",
                          fix={"additional_context_message": own})
+        if not taken:
+            return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
+                                f"({request[:160]!r}): write in additional_context_message what the recall is to "
+                                "do, with the user's own words")
         return None
+
+    @staticmethod
+    def _asked(request: str) -> str:
+        """The user's words as the instruction (``_asked_instruction``), in a turn a person started: in a recall's
+        own run the request is the recall's prompt, no words of the user's."""
+        guard = current_guard.get()
+        return "" if guard is not None and guard.rules is not None else _asked_instruction(request)
 
     @classmethod
     def _own_words(cls) -> str:

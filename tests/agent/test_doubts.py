@@ -838,10 +838,10 @@ async def test_a_tool_whose_look_check_breaks_still_runs_and_the_turn_ends(agent
     assert events[-1]["type"] == "stream_end" and events[-1]["content"] == "Boiled to 80 °C."
 
 
-def test_a_reminder_whose_instruction_says_nothing_of_the_request_gets_the_users_words() -> None:
+def test_a_reminder_whose_instruction_says_nothing_of_the_request_is_doubted() -> None:
     """The 0.5B's instruction was its own chatter ("I'm going to set a reminder for you tomorrow at 20:54Z."
     for "Give me a nudge to stretch my legs 3 minutes from now"): when it fired, the recall would have done
-    something nobody asked for. The fix is the user's own words, without the time (round 26)."""
+    something nobody asked for. No fix: only the model can say what the reminder is for."""
     from recall_app.tools import ScheduleRecallTool
 
     tool = ScheduleRecallTool()
@@ -850,8 +850,7 @@ def test_a_reminder_whose_instruction_says_nothing_of_the_request_gets_the_users
     chatter = {"call_type": "once", "when": soon,
                "additional_context_message": "I'm going to set a reminder for you tomorrow at 20:54Z."}
     doubt = tool.doubt(chatter, request)
-    assert doubt is not None and not doubt.answer
-    assert doubt.fix == {"additional_context_message": 'Due now, as the user asked: "Give me a nudge to stretch my legs."'}
+    assert doubt is not None and doubt.fix is None and not doubt.answer
     assert "says nothing of what the user asked for" in doubt.reason and "I'm going to set" in doubt.reason
     # What the user asked for, in any inflection, is enough; so is an instruction when the request says only when.
     for instruction in ("Tell the user to stretch.", "Stretching time: get up!", "Remind the user: legs."):
@@ -861,48 +860,86 @@ def test_a_reminder_whose_instruction_says_nothing_of_the_request_gets_the_users
                       "Okay, in 3 minutes then, thanks", "Navi, remind me in 30 seconds", "remind me in 2 days",
                       "Remind me next month", "In 10 minutes remind me to call Mom"):
         doubt = tool.doubt(chatter, only_when)
-        assert doubt is None or "additional_context_message" not in (doubt.fix or {}), only_when
-    # A wrong time is fixed with the instruction, in one fix: the call runs with no model call.
+        assert doubt is None or doubt.fix is not None, only_when  # at most the time, which has its fix
+    # A wrong time is fixed first, whatever the instruction says: the fix runs with no model call.
     late = tool.doubt({**chatter, "when": "2030-01-01T17:00:00Z"}, request)
-    assert late is not None and late.fix == {
-        "call_type": "once", "when": "3 minutes from now", "interval_seconds": None,
-        "additional_context_message": 'Due now, as the user asked: "Give me a nudge to stretch my legs."'}
+    assert late is not None and late.fix == {"call_type": "once", "when": "3 minutes from now", "interval_seconds": None}
     # Words in any alphabet are words.
     assert tool.doubt({**chatter, "additional_context_message": "Beine dehnen"},
                       "Erinnere mich in 3 Minuten daran, die Beine zu dehnen.") is None
 
 
-def test_a_reminder_whose_instruction_copies_the_tools_description_gets_the_users_words() -> None:
-    # The 0.5B wrote schedule_recall's own description as the instruction (round 25); a word of it ("check")
-    # may be one the user said, but six words in a row of Navi's that the user did not say are no instruction.
+def _asked(words: str) -> str:
+    return f'When due: do what was asked, "{words}", or tell the user it is time (this recall is that reminder; set no other).'
+
+
+def test_a_reminder_with_no_instruction_of_its_own_gets_the_users_words() -> None:
+    """No word of what ("", "Nudge!": the 1.5B left the instruction empty, round 26), or six words in a row of
+    schedule_recall's own description (the 0.5B copied it, rounds 25 and 26): when it fired, the recall would do
+    nothing anybody asked. The fix is the user's words without their time, with the time's own fix if any."""
     from recall_app.tools import ScheduleRecallTool
 
     tool = ScheduleRecallTool()
     request = "In 10 minutes check whether the oven is off."
     call = {"call_type": "once", "when": "in 10 minutes", "additional_context_message": ScheduleRecallTool.description}
-    doubt = tool.doubt(call, request)
-    assert doubt is not None and doubt.fix == {
-        "additional_context_message": 'Due now, as the user asked: "check whether the oven is off."'}
-    # Six words of the description that the user said themselves are theirs.
-    own = "Check something later: whether the oven is off."
-    assert tool.doubt({**call, "additional_context_message": own}, f"In 10 minutes {own}") is None
+    for instruction in (ScheduleRecallTool.description, "", "Nudge!",
+                        ScheduleRecallTool.parameters["properties"]["additional_context_message"]["description"]):
+        doubt = tool.doubt({**call, "additional_context_message": instruction}, request)
+        assert doubt is not None and not doubt.answer, instruction
+        assert doubt.fix == {"additional_context_message": _asked("check whether the oven is off")}, instruction
+    # Six words in a row of the description that the user said themselves are theirs.
+    own = "Read your instruction and continue with your tools"
+    assert tool.doubt({**call, "additional_context_message": own}, f"In 10 minutes {own.lower()}.") is None
     assert tool.doubt({**call, "additional_context_message": "Check whether the oven is off."}, request) is None
-    # A repeat's words go with the time: what is left is what the user asked for.
-    every = tool.doubt({**call, "call_type": "recurring", "interval_seconds": 3600,
-                        "additional_context_message": ScheduleRecallTool.description},
-                       "Every sixty minutes, nudge me to drink some water.")
-    assert every is not None and every.fix is not None
-    assert every.fix["additional_context_message"] == 'Due now, as the user asked: "nudge me to drink some water."'
+    # A repeat's words go with the time, and a wrong time is fixed in the same fix.
+    every = tool.doubt({**call, "additional_context_message": ""}, "Every sixty minutes, nudge me to drink some water.")
+    assert every is not None and every.fix == {"call_type": "recurring", "interval_seconds": 3600,
+                                               "additional_context_message": _asked("nudge me to drink some water")}
 
 
-async def test_a_reminder_with_an_unrelated_instruction_is_set_with_the_users_words(agent_env) -> None:
+def test_the_users_words_are_no_instruction_where_they_still_say_a_time() -> None:
+    # Words a run could read as a time to schedule again (a clock time, a day, a time in another language, two
+    # times), or words that say no what: the model is left to write it (an empty instruction is refused on saving).
+    from recall_app.tools import ScheduleRecallTool
+
+    tool = ScheduleRecallTool()
+    call = {"call_type": "once", "when": "in 10 minutes", "additional_context_message": "Nudge!"}
+    for request in ("Remind me tomorrow at 9am to call the plumber.", "Erinnere mich in 10 Minuten, die Beine zu dehnen.",
+                    "Remind me in 5 minutes and again in 10 minutes to check the oven.", "Okay, in 10 minutes then.",
+                    "Ping me in 10 minutes, before the meeting with Sarah starts."):
+        doubt = tool.doubt(call, request)
+        assert doubt is None or "additional_context_message" not in (doubt.fix or {}), request
+
+
+def test_in_a_recalls_own_run_its_prompt_is_no_words_of_the_user() -> None:
+    # The request of a recall's run is the recall's prompt: kept as an instruction it would nest in every next one.
+    from agent.ctx import current_guard
+    from agent.gate import RunRules, TurnGuard
+    from recall_app.tools import ScheduleRecallTool
+
+    call = {"call_type": "once", "when": "in 10 minutes", "additional_context_message": ""}
+    request = "In 10 minutes check whether the oven is off."
+    token = current_guard.set(TurnGuard(rules=RunRules()))
+    try:
+        doubt = ScheduleRecallTool().doubt(call, request)
+        assert doubt is not None and doubt.fix is None  # the model is asked to write it
+    finally:
+        current_guard.reset(token)
+    live = current_guard.set(TurnGuard())
+    try:
+        doubt = ScheduleRecallTool().doubt(call, request)
+        assert doubt is not None and doubt.fix == {"additional_context_message": _asked("check whether the oven is off")}
+    finally:
+        current_guard.reset(live)
+
+
+async def test_a_reminder_with_an_empty_instruction_is_set_with_the_users_words(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon,
-                                       additional_context_message="I'm going to set a reminder for you."))
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon, additional_context_message=""))
     agent_env.fake.script(text="In 3 minutes I'll remind you to stretch your legs.")
     events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
-    asked = 'Due now, as the user asked: "Give me a nudge to stretch my legs."'
+    asked = _asked("Give me a nudge to stretch my legs")
     assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
         ("schedule_recall", asked, True)]
     assert (await _recall(agent_env)).additional_context_message == asked
@@ -910,9 +947,9 @@ async def test_a_reminder_with_an_unrelated_instruction_is_set_with_the_users_wo
     assert shown(events) == "In 3 minutes I'll remind you to stretch your legs."
 
 
-async def test_a_reminder_at_a_wrong_time_with_chatter_is_set_as_the_user_said_it(agent_env) -> None:
-    """The time and the instruction are fixed in one go: never a time the request contradicts, never Navi's
-    chatter as the instruction."""
+async def test_a_reminder_at_a_wrong_time_without_an_instruction_is_set_as_the_user_said_it(agent_env) -> None:
+    """The time and the instruction are fixed in one go: never a time the request contradicts, never a recall
+    that does nothing when it fires."""
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="2030-01-01T17:00:00Z",
                                        additional_context_message="Nudge!"))
@@ -923,23 +960,44 @@ async def test_a_reminder_at_a_wrong_time_with_chatter_is_set_as_the_user_said_i
     assert [(tool, args["when"], ok) for tool, args, ok in calls(events)] == [("schedule_recall", "3 minutes from now", True)]
     recall = await _recall(agent_env)
     assert timedelta(minutes=2) <= recall.trigger_at - asked <= timedelta(minutes=4)
-    assert recall.additional_context_message == 'Due now, as the user asked: "Give me a nudge to stretch my legs."'
+    assert recall.additional_context_message == _asked("Give me a nudge to stretch my legs")
     assert events[-1]["content"] == "Reminder set for 3 minutes from now."
 
 
-async def test_a_reminder_whose_time_is_fixed_gets_the_users_words_for_its_instruction(agent_env) -> None:
+async def test_a_reminder_with_an_unrelated_instruction_is_written_again(agent_env) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    soon = (timezone.now() + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=soon,
+                                       additional_context_message="I'm going to set a reminder for you."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="once", when=soon,
+                     additional_context_message="Tell the user to stretch their legs.")
+    agent_env.fake.script(text="In 3 minutes I'll remind you to stretch your legs.")
+    events = await agent_env.run("Give me a nudge to stretch my legs 3 minutes from now.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["additional_context_message"], ok) == ("schedule_recall", "Tell the user to stretch their legs.", True)
+    recall = await _recall(agent_env)
+    assert recall.additional_context_message == "Tell the user to stretch their legs."
+    told = agent_env.requests()[1]["messages"]
+    assert "I'm going to set a reminder" in told[-2]["content"] and "says nothing of what the user asked" in told[-1]["content"]
+    assert shown(events) == "In 3 minutes I'll remind you to stretch your legs."
+
+
+async def test_a_reminder_whose_time_was_fixed_is_still_doubted_for_its_instruction(agent_env) -> None:
     """The 0.5B set "every hour" with an instruction from the memory block, "Atlas is called atlas."; its time was
     fixed as the user said it, and the fixed call ran as it was (round 21)."""
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 1 hour",
                                        additional_context_message="Atlas is called atlas."))
+    constrained_call(agent_env.fake, "schedule_recall", call_type="recurring", when="in 1 hour", interval_seconds=3600,
+                     additional_context_message="Drink some water.")
     agent_env.fake.script(text="I'll remind you to drink water every hour.")
     events = await agent_env.run("Set up a reminder to drink water that repeats every hour.")
-    asked = 'Due now, as the user asked: "Set up a reminder to drink water that repeats."'
     assert [(tool, args["additional_context_message"], ok) for tool, args, ok in calls(events)] == [
-        ("schedule_recall", asked, True)]
+        ("schedule_recall", "Drink some water.", True)]
     recall = await _recall(agent_env)
-    assert (recall.call_type, recall.interval_seconds, recall.additional_context_message) == ("recurring", 3600, asked)
+    assert (recall.call_type, recall.interval_seconds) == ("recurring", 3600)
+    told = agent_env.requests()[1]["messages"][-1]["content"]
+    assert "'Atlas is called atlas.' says nothing of what the user asked for" in told
     assert events[-1]["content"] == "I'll remind you to drink water every hour."
 
 
