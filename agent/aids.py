@@ -139,6 +139,8 @@ class LoopState:
 
     def ran(self, call: ToolCallRequest, ok: bool) -> None:
         self.todo_set = self.todo_set or (ok and _sets_todo(call))
+        if ok:  # advice followed: a later call generated again is not offered it twice (a second recall is refused)
+            self.advised.discard(call.name)
 
     def after_step(self, results: list[tuple[str, bool]], todo: Callable[[], list[dict[str, Any]]],
                    advance: Callable[[str], None], *, looked: bool = False) -> None:

@@ -1773,6 +1773,21 @@ async def test_a_broken_call_after_the_doubt_is_generated_again_with_the_advised
     assert events[-1]["content"] == "I'll remind you to check the oven in 10 minutes."
 
 
+def test_advice_followed_is_not_offered_again() -> None:
+    # The review (round 26): once the advised recall ran, a later call generated again in the turn was still
+    # offered it, and a second recall is refused (one pending recall a session).
+    from agent.aids import LoopState
+    from agent.llm.base import ToolCallRequest
+
+    state = LoopState(aids=True, start=0)
+    state.advised.add("schedule_recall")
+    recall = ToolCallRequest(id="1", name="schedule_recall", arguments={})
+    state.ran(recall, False)
+    assert state.advised == {"schedule_recall"}  # failed: the advice still stands
+    state.ran(recall, True)
+    assert state.advised == set()
+
+
 async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_env) -> None:
     # The doubt's advice is a recall: a profile that cannot schedule one keeps the list the model chose.
     await constrained(agent_env, enabled_tools=["todo"])
