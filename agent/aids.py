@@ -390,7 +390,7 @@ def result_openers(this_turn: Sequence[ChatMessage]) -> tuple[str, ...]:
     return tuple(first[:24] for first in _result_openings(this_turn))
 
 
-SHORT_ANSWER_WORDS = 16
+SHORT_ANSWER_WORDS = 24  # 16 until round 26: the 1.5B asked "what you want to do?" in 17 after a reminder was set
 # Words too common to show that an answer speaks of a result.
 # English function words of four letters or more.
 FUNCTION_WORDS = frozenset("""about after again also been before being could does from have here into just like make
@@ -415,7 +415,8 @@ def _content_words(text: str) -> set[str]:
 def _says_nothing_done(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     """After tools succeeded, a short answer with no word or number of what they did — neither of the
     calls' arguments nor of their results — says nothing of it ("I'm ready to help!" after the 1.5B had
-    set a todo list; "Sure, I can help you with that" after a reminder was set). A long answer, or one
+    set a todo list; "Sure, I can help you with that" after a reminder was set, and "…Could you please tell
+    me what you want to do?" after another, in 17 words; round 26). A long answer, or one
     naming anything of the calls or results, is the model's to word."""
     done = successes(this_turn)
     if not done or len(text.split()) > SHORT_ANSWER_WORDS or re.search(r"[^\x00-\x7f]", text):

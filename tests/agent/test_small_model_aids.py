@@ -303,6 +303,11 @@ def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> Non
     assert poor_answer("Done: buy stamps, then post the letter.", turn, small=True) is None
     assert poor_answer("Sure, I can help you with that. Let me know what you need.", turn,
                        small=True) == "nothing of what was done"
+    # The 1.5B after a reminder was set (round 26): a question back, in 17 words, of nothing that was done.
+    assert poor_answer("Sure, I can help you with that. Could you please tell me what you want to do?", turn,
+                       small=True) == "nothing of what was done"
+    assert poor_answer("All set: two steps on your list now, first you buy stamps and then you post the letter.",
+                       turn, small=True) is None
     assert poor_answer("I'm ready to help!", turn) is None  # a model calling tools natively words its own answer
     for fine in ("Your list has two steps.", "Added: buy stamps, then post the letter.", "Done: 2 steps.",
                  "I made the checklist you asked for; the first item is the stamps, and after that comes the "
