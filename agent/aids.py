@@ -577,7 +577,9 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
         # 1.5B answered "I remember about the user." from the memory block's header).
         if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":
             return True
-    return False
+    # A clause of what the model is told when its answer is asked for again, in a reworded answer ("The user's
+    # instructions were followed; the results are above.", the 0.5B; round 26): about Navi's messages, not the user's.
+    return any(f" {clause} " in said for clause in _RETRY_CLAUSES)
 
 
 RETRY_ANSWER = ("Your tools did their work; the results are above. Tell the user in a sentence or two, in plain "
@@ -588,6 +590,11 @@ RETRY_AFTER_FAILURE = ("The tool call did not work; its error is above. Tell the
 
 RETRY_IN_WORDS = ("Answer the user's last message in a sentence or two, in plain words, from what you know. "
                   "Do not refuse and do not write a tool call.")
+# The clauses of four words or more of the retry's first sentence: what it says of Navi's own messages ("your tools
+# did their work", "the results are above"). Not the retry after a failure's: "the tool call did not work" may be
+# the honest answer.
+_RETRY_CLAUSES = tuple(" ".join(words) for clause in re.split(r"[.;]", RETRY_ANSWER.split(". ")[0])
+                       if len(words := re.findall(r"[a-z0-9']+", clause.lower())) >= 4)
 
 
 RETRY_ECHO = "Your last answer only repeated the user's message, so nobody saw it. "

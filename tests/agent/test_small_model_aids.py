@@ -285,6 +285,10 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     for fine in ("Your list has two steps.", "It is 14:05 UTC.", "Priya Raman wrote it."):
         assert poor_answer(fine, [repeated]) is None
     assert poor_answer("Answer the user now.") == "Navi's own instruction repeated"
+    # Reworded around a clause of the retry's first sentence (the 0.5B after a reminder was set; round 26).
+    assert poor_answer("The user's instructions were followed; the results are above.") == "Navi's own instruction repeated"
+    for fine in ("The tool call did not work: report.txt is not there.", "Above all, the results are good."):
+        assert poor_answer(fine) is None, fine
     assert poor_answer("I remember about the user.") == "Navi's own instruction repeated"  # the memory header
 
 
