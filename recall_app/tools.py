@@ -115,8 +115,8 @@ def _asked_instruction(request: str) -> str:
     text = re.sub(r"\s+([,.!?;:])", r"\1", " ".join(text.split())).strip(" ,.;:-")
     if len(_what_words(text)) < 2 or says_when(text):
         return ""
-    return (f'When due: do what was asked, "{text[:MAX_ASKED_CHARS]}", or tell the user it is time (this recall is '
-            "that reminder; set no other).")
+    return (f'When due: remind the user of what they asked, "{text[:MAX_ASKED_CHARS]}" (this recall is that reminder; '
+            "set no other).")
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
@@ -228,11 +228,13 @@ class ScheduleRecallTool(Tool):
         An instruction that is certainly none (no word of what: "", "Nudge!"; or six words in a row of what Navi
         says of this tool, which the 0.5B copied; rounds 25 and 26) is the user's own words without their times
         (``_asked_instruction``), with the time's fix where there is one; not in a recall's own run, whose request
-        is no words of the user's, nor where the words left still say a time."""
+        is no words of the user's, nor where the words left still say a time: there such an instruction is written
+        again by the model, like chatter."""
         timing = self._time_doubt(params, request)
         instruction = str(params.get("additional_context_message") or "")
         taken = _takes_what(instruction, request)
-        own = self._asked(request) if _no_instruction(instruction, request, self._own_words()) else ""
+        none_of_its_own = _no_instruction(instruction, request, self._own_words())
+        own = self._asked(request) if none_of_its_own else ""
         if timing is not None:
             if own and timing.fix is not None:
                 return Doubt(reason=f"{timing.reason}; and the instruction {instruction[:120]!r} says nothing of what "
@@ -257,7 +259,9 @@ class ScheduleRecallTool(Tool):
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): it is their own words now",
                          fix={"additional_context_message": own})
-        if not taken:
+        if not taken or (none_of_its_own and instruction.strip()):
+            # No word of the request, or a copy of Navi's words the user's cannot replace (a request of one word of
+            # what: "Remind me to stretch in 10 minutes"; the review, round 26): the model writes it.
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): write in additional_context_message what the recall is to "
                                 "do, with the user's own words")

@@ -870,7 +870,7 @@ def test_a_reminder_whose_instruction_says_nothing_of_the_request_is_doubted() -
 
 
 def _asked(words: str) -> str:
-    return f'When due: do what was asked, "{words}", or tell the user it is time (this recall is that reminder; set no other).'
+    return f'When due: remind the user of what they asked, "{words}" (this recall is that reminder; set no other).'
 
 
 def test_a_reminder_with_no_instruction_of_its_own_gets_the_users_words() -> None:
@@ -909,6 +909,11 @@ def test_the_users_words_are_no_instruction_where_they_still_say_a_time() -> Non
                     "Ping me in 10 minutes, before the meeting with Sarah starts."):
         doubt = tool.doubt(call, request)
         assert doubt is None or "additional_context_message" not in (doubt.fix or {}), request
+    # A copy of Navi's words the user's cannot replace (one word of what) is written again by the model.
+    copied = {**call, "additional_context_message": ScheduleRecallTool.description}
+    for request in ("Remind me to stretch in 10 minutes.", "Remind me tomorrow at 9am to call the plumber."):
+        doubt = tool.doubt(copied, request)
+        assert doubt is not None and doubt.fix is None and "write in additional_context_message" in doubt.reason, request
 
 
 def test_in_a_recalls_own_run_its_prompt_is_no_words_of_the_user() -> None:
