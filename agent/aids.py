@@ -311,6 +311,8 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
         return "Navi's own instruction repeated"
     if _names_a_guess(stripped, this_turn, request):
         return "Navi's note about a guessed path repeated"
+    if small and _rewords_the_retry(stripped, this_turn):
+        return "Navi's own instruction repeated"
     if small and _copies_a_description(stripped, descriptions, this_turn):
         return "a tool's description repeated"
     if small and _copies_a_result(stripped, this_turn):
@@ -577,9 +579,20 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
         # 1.5B answered "I remember about the user." from the memory block's header).
         if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":
             return True
-    # A clause of what the model is told when its answer is asked for again, in a reworded answer ("The user's
-    # instructions were followed; the results are above.", the 0.5B; round 26): about Navi's messages, not the user's.
-    return any(f" {clause} " in said for clause in _RETRY_CLAUSES)
+    return False
+
+
+def _rewords_the_retry(text: str, this_turn: Sequence[ChatMessage]) -> bool:
+    """A short answer around a clause of what the model is told when its answer is asked for again ("The user's
+    instructions were followed; the results are above.", the 0.5B; round 26): it speaks of Navi's messages, not to
+    the user. Not where the user or a tool result of the turn said the clause ("the results are above average")."""
+    words = re.findall(r"[a-z0-9']+", text.lower())
+    if len(words) > SHORT_ANSWER_WORDS:
+        return False
+    said = f" {' '.join(words)} "
+    theirs = " " + " ".join(re.findall(r"[a-z0-9']+", " ".join(m.content or "" for m in this_turn
+                                                                 if m.role in ("user", "tool")).lower())) + " "
+    return any(f" {clause} " in said and f" {clause} " not in theirs for clause in _RETRY_CLAUSES)
 
 
 RETRY_ANSWER = ("Your tools did their work; the results are above. Tell the user in a sentence or two, in plain "

@@ -285,10 +285,16 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     for fine in ("Your list has two steps.", "It is 14:05 UTC.", "Priya Raman wrote it."):
         assert poor_answer(fine, [repeated]) is None
     assert poor_answer("Answer the user now.") == "Navi's own instruction repeated"
-    # Reworded around a clause of the retry's first sentence (the 0.5B after a reminder was set; round 26).
-    assert poor_answer("The user's instructions were followed; the results are above.") == "Navi's own instruction repeated"
-    for fine in ("The tool call did not work: report.txt is not there.", "Above all, the results are good."):
-        assert poor_answer(fine) is None, fine
+    # Reworded around a clause of the retry's first sentence (the 0.5B after a reminder was set; round 26): a small
+    # model's short answer; not a native model's, not a long one, not where a tool result or the user said it.
+    reworded = "The user's instructions were followed; the results are above."
+    assert poor_answer(reworded, small=True) == "Navi's own instruction repeated"
+    assert poor_answer(reworded) is None
+    assert poor_answer("The tool call did not work: report.txt is not there.", small=True) is None
+    assert poor_answer("Sales rose in every region this quarter, and after a slow start in the spring the results are "
+                       "above the forecast in all of them.", small=True) is None
+    sales = [ChatMessage(role="tool", tool_call_id="c9", name="filesystem", content="Q3: the results are above plan.")]
+    assert poor_answer("Good news from Q3: the results are above plan.", sales, small=True) is None
     assert poor_answer("I remember about the user.") == "Navi's own instruction repeated"  # the memory header
 
 
