@@ -550,12 +550,18 @@ def _sentences(text: str) -> list[str]:
 _ECHO_WORDS = 7  # this many words in a row from Navi's own steering: the answer copies it
 
 
+def _said_in_turn(this_turn: Sequence[ChatMessage]) -> str:
+    """What the user and the tool results of this turn said, as lower-case words between single spaces (and at
+    both ends), for finding a run of words in it."""
+    return " " + " ".join(re.findall(r"[a-z0-9']+", " ".join(m.content or "" for m in this_turn
+                                                            if m.role in ("user", "tool")).lower())) + " "
+
+
 def _copies_a_description(text: str, descriptions: Sequence[str], this_turn: Sequence[ChatMessage]) -> bool:
     """The answer has a run of seven words of an offered tool's description that neither the user nor a
     tool result of this turn said (an answer may well restate a tool's error or rule)."""
     words = re.findall(r"[a-z0-9']+", text.lower())
-    said = " " + " ".join(re.findall(r"[a-z0-9']+", " ".join(m.content or "" for m in this_turn
-                                                               if m.role in ("user", "tool")).lower())) + " "
+    said = _said_in_turn(this_turn)
     wording = [" " + " ".join(re.findall(r"[a-z0-9']+", d.lower())) + " " for d in descriptions]
     for i in range(len(words) - _ECHO_WORDS + 1):
         run = f" {' '.join(words[i:i + _ECHO_WORDS])} "
@@ -589,9 +595,7 @@ def _rewords_the_retry(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     words = re.findall(r"[a-z0-9']+", text.lower())
     if len(words) > SHORT_ANSWER_WORDS:
         return False
-    said = f" {' '.join(words)} "
-    theirs = " " + " ".join(re.findall(r"[a-z0-9']+", " ".join(m.content or "" for m in this_turn
-                                                                 if m.role in ("user", "tool")).lower())) + " "
+    said, theirs = f" {' '.join(words)} ", _said_in_turn(this_turn)
     return any(f" {clause} " in said and f" {clause} " not in theirs for clause in _RETRY_CLAUSES)
 
 
