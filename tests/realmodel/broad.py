@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 40 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 42 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -28,7 +28,8 @@ in ``FRESH13``) after round 20 had read fresh12, and round 22 **fresh14** (phras
 after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, in ``FRESH15``) after round 22
 had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15,
 and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16, and round 26
-**fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17.
+**fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17, and round 27
+**fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -132,7 +133,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..17 (SPLIT)
+    phrasing: int  # 0..41 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -148,9 +149,10 @@ class Task:
 SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fresh3", "fresh3",
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
-         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18")  # by phrasing index
+         "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
+         "fresh19", "fresh19")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19")
 
 
 def _clock() -> float:
@@ -224,7 +226,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many wheels does a bicycle have?": ("2", "two"),
              # the eighteenth fresh half (round 26)
              "What is the capital of Canada?": ("ottawa",),
-             "How many players does a soccer team have on the field?": ("11", "eleven")}
+             "How many players does a soccer team have on the field?": ("11", "eleven"),
+             # the nineteenth fresh half (round 27)
+             "What is the capital of Australia?": ("canberra",),
+             "How many sides does a square have?": ("4", "four")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -871,8 +876,34 @@ FRESH18: dict[str, tuple[str, str]] = {
                  "Spin up a helper agent that reads facts.txt and returns the magic number."),
 }
 
+# Round 27's held-out phrasings: fresh18 was read after round 26 reported it, so these were written,
+# and run once with round 26's code, before round 27 changed anything.
+FRESH19: dict[str, tuple[str, str]] = {
+    "greeting": ("Hey Navi, it's me again. How have you been?", "Good afternoon! Everything alright over there?"),
+    "plain_question": ("What is the capital of Australia?", "How many sides does a square have?"),
+    "date_time": ("Could you give me the current date?", "Any idea what the time is at the moment?"),
+    "read_file": ("Go through project.txt and find the codename for me.",
+                  "I'm after the codename written in project.txt - what is it?"),
+    "file_question": ("Read report.txt and let me know whose name is given as author.",
+                      "Tell me, from the file report.txt, who its writer was."),
+    "write_file": ("Make shopping.txt with milk, eggs and bread, each on a separate line.",
+                   "Please write a file shopping.txt: milk / eggs / bread, one item to a line."),
+    "note": ("Pop a note in: I must ring the plumber about invoice {v}.",
+             "Memo to self - plumber needs a phone call about invoice {v}."),
+    "remember": ("Remember this about me: {v} is what my server is called.",
+                 "Heads up, my server has the name {v}. Keep hold of that."),
+    "remind_once": ("After 3 minutes go by, get me up to stretch my legs.",
+                    "Please set an alert in 3 minutes so I stretch my legs."),
+    "remind_every": ("Set up an hourly nudge for me to drink water.",
+                     "Could you ping me each hour to have a glass of water?"),
+    "todo": ("New to-do list please, with two entries: buy stamps and post the letter.",
+             "Start a todo list for me - step one buy stamps, step two post the letter."),
+    "subagent": ("I want a helper agent on this: what magic number does facts.txt hold?",
+                 "Hand facts.txt to a subagent and have it tell me what the magic number is."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
