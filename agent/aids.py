@@ -111,6 +111,7 @@ class LoopState:
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)
     retry_reason: str = ""  # why the answer was asked for again (``poor_answer``), said in the instruction
+    echoed: str = ""  # the answer that only repeated the user's message, shown back to the model (``retry_messages``)
     reconsidered: bool = False  # an answer before any tool ran was decided again under the grammar (``_may_reconsider``)
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
@@ -333,9 +334,32 @@ REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated w
 _WORD = re.compile(r"\w+")
 
 
+# Words that say who is meant, each as the word the other side would say for it: an echo may come back from the
+# model's side ("What is your server called?" for "What is my server called?", the 1.5B; "Morning! Everything fine
+# on my side?" for "… on your side?"). Echoes are compared with every such word as one of a pair.
+_SIDES = {"your": "my", "yours": "mine", "yourself": "myself", "yourselves": "ourselves", "you": "i", "me": "i",
+          "are": "am", "re": "m"}
+_OTHER_SIDE = {"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
+               "yourself": "myself", "i": "you", "me": "you", "you": "i", "am": "are", "i'm": "you're",
+               "you're": "i'm"}
+
+
+def _either_side(words: Iterable[str]) -> str:
+    """``words`` joined by single spaces, each word that says who is meant as one of its pair (``_SIDES``)."""
+    return " ".join(_SIDES.get(w, w) for w in words)
+
+
+def _other_side(text: str) -> str:
+    """``text`` (lower case) as the other side would say it, word by word (``_OTHER_SIDE``): how an echo from the
+    model's side begins."""
+    return re.sub(r"[a-z']+", lambda m: _OTHER_SIDE.get(m.group(0), m.group(0)), text)
+
+
 def _echoable(asked: Sequence[str]) -> list[str]:
-    """The user's messages long enough to tell an echo of them, as their words joined by single spaces."""
-    return [" ".join(_WORD.findall(message.lower())) for message in asked if len(message.split()) >= REQUEST_ECHO_WORDS]
+    """The user's messages long enough to tell an echo of them, as their words joined by single spaces, from
+    either side (``_either_side``)."""
+    return [_either_side(_WORD.findall(message.lower())) for message in asked
+            if len(message.split()) >= REQUEST_ECHO_WORDS]
 
 
 def _only_repeats(text: str, asked: Sequence[str]) -> bool:
@@ -343,7 +367,7 @@ def _only_repeats(text: str, asked: Sequence[str]) -> bool:
     for a new day?" answered with those words, round 20). An answer that restates a question, then answers it
     ("What is the capital of France? The capital of France is Paris."), or goes on from the user's words (a
     verse finished, a wish returned) is an answer."""
-    return " ".join(_WORD.findall(text.lower())) in _echoable(asked)
+    return _either_side(_WORD.findall(text.lower())) in _echoable(asked)
 
 
 def _echoes_request(text: str, asked: Sequence[str]) -> bool:
@@ -353,15 +377,17 @@ def _echoes_request(text: str, asked: Sequence[str]) -> bool:
     with that. Could you remind me to …". Words of a message in another order, a part of it (a line the user
     dictated), or a message inside a sentence of the model's own ("Got it! I'll remember that …") are no echo."""
     sentences = [_WORD.findall(part.lower()) for part in re.split(r"(?<=[.!?:;])\s+|\n+", text)]
-    starts = [" ".join(w for sentence in sentences[i:] for w in sentence) for i in range(len(sentences))]
+    starts = [_either_side(w for sentence in sentences[i:] for w in sentence) for i in range(len(sentences))]
     return any(start == echo or start.startswith(echo + " ") for echo in _echoable(asked) for start in starts)
 
 
 def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
     """How the user's messages begin (lower case, as ``StreamedCall`` compares): an answer that starts so
-    is held, so that an echo of the request can be asked for again before anyone saw it."""
-    return tuple(message.strip().lower().replace("\u2019", "'")[:24] for message in asked
-                 if len(message.split()) >= REQUEST_ECHO_WORDS)
+    is held, so that an echo of the request can be asked for again before anyone saw it; so too how it begins
+    said from the model's side (``_other_side``)."""
+    openers = [message.strip().lower().replace("\u2019", "'") for message in asked
+               if len(message.split()) >= REQUEST_ECHO_WORDS]
+    return tuple(dict.fromkeys(side[:24] for opener in openers for side in (opener, _other_side(opener))))
 
 
 def _result_openings(this_turn: Sequence[ChatMessage]) -> list[str]:
@@ -539,7 +565,7 @@ def steering() -> tuple[str, ...]:
     """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
-    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, RETRY_OWN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
             TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 
@@ -614,7 +640,9 @@ _RETRY_CLAUSES = tuple(" ".join(words) for clause in re.split(r"[.;]", RETRY_ANS
                        if len(words := re.findall(r"[a-z0-9']+", clause.lower())) >= 4)
 
 
-RETRY_ECHO = "Your last answer only repeated the user's message, so nobody saw it. "
+RETRY_ECHO = "That reply only repeated the user's message back, so nobody saw it. "
+RETRY_OWN_WORDS = ("Reply to the user in your own words, in a sentence or two, from what you know. Do not refuse and "
+                   "do not write a tool call.")
 
 
 def retry_instruction(this_turn: list[ChatMessage], why: str = "") -> str:
@@ -624,8 +652,19 @@ def retry_instruction(this_turn: list[ChatMessage], why: str = "") -> str:
     if successes(this_turn):
         said = RETRY_ANSWER
     else:
-        said = RETRY_AFTER_FAILURE if results(this_turn) else RETRY_IN_WORDS
+        said = RETRY_AFTER_FAILURE if results(this_turn) else RETRY_OWN_WORDS if why == ECHOED else RETRY_IN_WORDS
     return RETRY_ECHO + said if why == ECHOED else said
+
+
+def retry_messages(this_turn: list[ChatMessage], why: str = "", echoed: str = "") -> list[ChatMessage]:
+    """The messages that ask for an answer once more (``retry_instruction``). An echo goes back to the model as
+    its own reply, before the instruction that says it only repeated the message: told so with the echo left out,
+    the 1.5B echoed again each of four greetings and questions that a reply of its own was asked for in, and with it
+    shown, none (round 27; never stored, so the conversation keeps no echo)."""
+    told = ChatMessage(role="system", content=retry_instruction(this_turn, why))
+    if why == ECHOED and echoed.strip():
+        return [ChatMessage(role="assistant", content=echoed), told]
+    return [told]
 
 
 _UNTRUSTED = re.compile(r"\A<untrusted(?:_data)?\b[^>]*>\n([^\n]*)\n(.*)\n</untrusted(?:_data)?>\Z", re.DOTALL)

@@ -41,7 +41,7 @@ from agent.aids import (
     request_openers,
     result_openers,
     results,
-    retry_instruction,
+    retry_messages,
     steering,
     successes,
     summary_of,
@@ -331,8 +331,7 @@ class Agent:
             messages = (self._context(turn, without_doubted=not allow and only_doubted(turn, state))
                         + mech.injections(iteration, todo) + nudges(turn, state, allow, [] if turn.subagent else todo))
             if state.answer_retried and not allow:
-                messages = [*messages, ChatMessage(role="system", content=retry_instruction(turn.history[state.start:],
-                                                                                      state.retry_reason))]
+                messages = [*messages, *retry_messages(turn.history[state.start:], state.retry_reason, state.echoed)]
             # With the aids on (or under constraints), text that may be a call written as JSON is held back
             # until it is clear; an answer after tools that opens like a refusal is held too.
             call = StreamedCall(self._stream(turn, messages, plan.schemas), emit=turn.emit,
@@ -529,6 +528,7 @@ class Agent:
                     log.info("answer_retried", reason=why, answer=(decision.content or call.text)[:200])
                     state.answer_retried = True
                     state.retry_reason = why
+                    state.echoed = (decision.content or call.text) if why == ECHOED else ""
                     state.force_answer = True
                     continue
                 if unread and _only_recorded(turn, state):

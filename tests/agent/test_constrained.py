@@ -298,9 +298,25 @@ async def test_a_greeting_answered_with_the_greeting_itself_is_asked_for_again_i
         events = await agent_env.run("Morning! Ready for a new day?")
     assert events[-1]["content"] == "Good morning! I'm ready. What shall we start with?" == shown(events)
     assert calls(events) == []
-    told = agent_env.fake.chat_requests[-1].json["messages"][-1]["content"]
-    assert told.startswith("Your last answer only repeated the user's message")
+    *_, echo, told = agent_env.fake.chat_requests[-1].json["messages"]
+    # The echo goes back as the model's own reply, then what was wrong with it (round 27: with the echo left out,
+    # the 1.5B echoed again).
+    assert (echo["role"], echo["content"]) == ("assistant", "Morning! Ready for a new day?")
+    assert told["content"].startswith("That reply only repeated the user's message back")
+    assert "in your own words" in told["content"]
     assert [e["reason"] for e in logs if e["event"] == "answer_retried"] == ["the user's request repeated"]
+    # Never stored: the conversation keeps the answer the user saw, not the echo.
+    for buffer in ("context", "display"):
+        kept = [m.content for m in await agent_env.messages(buffer) if m.role == "assistant"]
+        assert kept == [shown(events)], buffer
+
+
+async def test_a_question_said_back_from_the_models_side_is_held_and_asked_for_again(agent_env) -> None:
+    await constrained(agent_env)
+    agent_env.fake.script(text="What is your server called?")
+    agent_env.fake.script(text="Your server is called atlas.")
+    events = await agent_env.run("What is my server called?")
+    assert events[-1]["content"] == "Your server is called atlas." == shown(events)  # the echo never streamed
 
 
 async def test_a_greeting_echoed_twice_is_not_shown(agent_env) -> None:
@@ -352,7 +368,24 @@ def test_only_a_whole_message_repeated_from_a_sentence_start_is_an_echo() -> Non
     dictated = "Add these to my list:\nbuy milk and eggs for breakfast\ncall the garage about the brakes"
     assert not _echoes_request("Your list: 1. buy milk and eggs for breakfast 2. call the garage about the brakes",
                                [dictated])
-    assert request_openers(["Hi", "Nag me every hour about drinking water."]) == ("nag me every hour about ",)
+    assert request_openers(["Hi", "Nag me every hour about drinking water."]) == ("nag me every hour about ",
+                                                                                  "nag you every hour about")
+
+
+def test_a_message_said_back_from_the_models_side_is_an_echo() -> None:
+    """The 1.5B answered "What is my server called?" with "What is your server called?" (round 27), and "Morning!
+    Everything fine on your side?" with "Morning! Everything fine on my side?"."""
+    from agent.aids import ECHOED, _echoes_request, poor_answer, request_openers
+
+    assert poor_answer("What is your server called?", small=True, asked=["What is my server called?"]) == ECHOED
+    assert poor_answer("Morning! Everything fine on my side?", small=True,
+                       asked=["Morning! Everything fine on your side?"]) == ECHOED
+    assert _echoes_request("Sure. Remind you to call your sister at noon.", ["Remind me to call my sister at noon."])
+    for fine in ("Your server is called atlas.", "I don't know what your server is called yet.",
+                 "What is your server called? It is called atlas."):
+        assert poor_answer(fine, small=True, asked=["What is my server called?"]) is None, fine
+    assert not _echoes_request("I will remind you to call your sister at noon.", ["Remind me to call my sister at noon."])
+    assert "what is your server call" in request_openers(["What is my server called?"])
 
 
 async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
