@@ -334,14 +334,19 @@ REQUEST_ECHO_WORDS = 5  # a message this long (words between spaces), repeated w
 _WORD = re.compile(r"\w+")
 
 
-# Words that say who is meant, each as the word the other side would say for it: an echo may come back from the
+# Words that say who is meant, each as the word the other side would say for it: a question may come back from the
 # model's side ("What is your server called?" for "What is my server called?", the 1.5B; "Morning! Everything fine
-# on my side?" for "… on your side?"). Echoes are compared with every such word as one of a pair.
+# on my side?" for "… on your side?"), compared with every such word as one of a pair. Only a question: "Your
+# favourite colour is green." for "My favourite colour is green." is what saying it back means (the review).
 _SIDES = {"your": "my", "yours": "mine", "yourself": "myself", "yourselves": "ourselves", "you": "i", "me": "i",
           "are": "am", "re": "m"}
-_OTHER_SIDE = {"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
-               "yourself": "myself", "i": "you", "me": "you", "you": "i", "am": "are", "i'm": "you're",
-               "you're": "i'm"}
+# How the other side says a word, as each reading may have it ("you" as "I" or "me", "are" as "am" or "are").
+_OTHER_SIDES = ({"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
+                 "yourself": "myself", "i": "you", "me": "you", "you": "i", "am": "are", "are": "am",
+                 "i'm": "you're", "you're": "i'm"},
+                {"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
+                 "yourself": "myself", "i": "you", "me": "you", "you": "me", "am": "are", "i'm": "you're",
+                 "you're": "i'm"})
 
 
 def _either_side(words: Iterable[str]) -> str:
@@ -349,17 +354,26 @@ def _either_side(words: Iterable[str]) -> str:
     return " ".join(_SIDES.get(w, w) for w in words)
 
 
-def _other_side(text: str) -> str:
-    """``text`` (lower case) as the other side would say it, word by word (``_OTHER_SIDE``): how an echo from the
-    model's side begins."""
-    return re.sub(r"[a-z']+", lambda m: _OTHER_SIDE.get(m.group(0), m.group(0)), text)
+def _other_sides(text: str) -> list[str]:
+    """``text`` (lower case) as the other side would say it, word by word, in each reading (``_OTHER_SIDES``)."""
+    return [_said_by(side, text) for side in _OTHER_SIDES]
+
+
+def _said_by(side: dict[str, str], text: str) -> str:
+    """``text`` with each word replaced as ``side`` has it."""
+    return re.sub(r"[a-z']+", lambda m: side.get(m.group(0), m.group(0)), text)
 
 
 def _echoable(asked: Sequence[str]) -> list[str]:
-    """The user's messages long enough to tell an echo of them, as their words joined by single spaces, from
-    either side (``_either_side``)."""
+    """The user's messages long enough to tell an echo of them, as their words joined by single spaces."""
+    return [" ".join(_WORD.findall(message.lower())) for message in asked if len(message.split()) >= REQUEST_ECHO_WORDS]
+
+
+def _asked_back(asked: Sequence[str]) -> list[str]:
+    """The user's questions long enough to tell an echo of them, as ``_either_side`` has their words: said back
+    from the model's side, they are echoes too."""
     return [_either_side(_WORD.findall(message.lower())) for message in asked
-            if len(message.split()) >= REQUEST_ECHO_WORDS]
+            if len(message.split()) >= REQUEST_ECHO_WORDS and message.rstrip().endswith("?")]
 
 
 def _only_repeats(text: str, asked: Sequence[str]) -> bool:
@@ -367,7 +381,8 @@ def _only_repeats(text: str, asked: Sequence[str]) -> bool:
     for a new day?" answered with those words, round 20). An answer that restates a question, then answers it
     ("What is the capital of France? The capital of France is Paris."), or goes on from the user's words (a
     verse finished, a wish returned) is an answer."""
-    return _either_side(_WORD.findall(text.lower())) in _echoable(asked)
+    words = _WORD.findall(text.lower())
+    return " ".join(words) in _echoable(asked) or _either_side(words) in _asked_back(asked)
 
 
 def _echoes_request(text: str, asked: Sequence[str]) -> bool:
@@ -375,19 +390,23 @@ def _echoes_request(text: str, asked: Sequence[str]) -> bool:
     sentences: after the 1.5B set a todo list it answered "I have two things to do: buy stamps and post the
     letter. Make me a to-do list.", the request itself, and after setting a reminder "Sure, I can help you
     with that. Could you remind me to …". Words of a message in another order, a part of it (a line the user
-    dictated), or a message inside a sentence of the model's own ("Got it! I'll remember that …") are no echo."""
+    dictated), or a message inside a sentence of the model's own ("Got it! I'll remember that …") are no echo. A
+    question said back from the model's side is one when it is all that follows (``_asked_back``)."""
     sentences = [_WORD.findall(part.lower()) for part in re.split(r"(?<=[.!?:;])\s+|\n+", text)]
-    starts = [_either_side(w for sentence in sentences[i:] for w in sentence) for i in range(len(sentences))]
-    return any(start == echo or start.startswith(echo + " ") for echo in _echoable(asked) for start in starts)
+    starts = [[w for sentence in sentences[i:] for w in sentence] for i in range(len(sentences))]
+    back = _asked_back(asked)
+    return any(" ".join(start) == echo or " ".join(start).startswith(echo + " ")
+               for echo in _echoable(asked) for start in starts) or any(_either_side(start) in back for start in starts)
 
 
 def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
     """How the user's messages begin (lower case, as ``StreamedCall`` compares): an answer that starts so
-    is held, so that an echo of the request can be asked for again before anyone saw it; so too how it begins
-    said from the model's side (``_other_side``)."""
+    is held, so that an echo of the request can be asked for again before anyone saw it; so too how a question
+    begins said from the model's side (``_other_sides``)."""
     openers = [message.strip().lower().replace("\u2019", "'") for message in asked
                if len(message.split()) >= REQUEST_ECHO_WORDS]
-    return tuple(dict.fromkeys(side[:24] for opener in openers for side in (opener, _other_side(opener))))
+    return tuple(dict.fromkeys(side[:24] for opener in openers
+                               for side in (opener, *(_other_sides(opener) if opener.endswith("?") else ()))))
 
 
 def _result_openings(this_turn: Sequence[ChatMessage]) -> list[str]:

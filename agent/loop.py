@@ -873,6 +873,7 @@ class Agent:
         if notes:
             state.force_answer = False
             state.answer_retried = False
+            state.echoed = ""
             state.unread_told = False
             state.undecided = False
             turn.named_files = ()  # a new message: the files the first one named are not its subject

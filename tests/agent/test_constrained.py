@@ -368,8 +368,7 @@ def test_only_a_whole_message_repeated_from_a_sentence_start_is_an_echo() -> Non
     dictated = "Add these to my list:\nbuy milk and eggs for breakfast\ncall the garage about the brakes"
     assert not _echoes_request("Your list: 1. buy milk and eggs for breakfast 2. call the garage about the brakes",
                                [dictated])
-    assert request_openers(["Hi", "Nag me every hour about drinking water."]) == ("nag me every hour about ",
-                                                                                  "nag you every hour about")
+    assert request_openers(["Hi", "Nag me every hour about drinking water."]) == ("nag me every hour about ",)
 
 
 def test_a_message_said_back_from_the_models_side_is_an_echo() -> None:
@@ -380,12 +379,20 @@ def test_a_message_said_back_from_the_models_side_is_an_echo() -> None:
     assert poor_answer("What is your server called?", small=True, asked=["What is my server called?"]) == ECHOED
     assert poor_answer("Morning! Everything fine on my side?", small=True,
                        asked=["Morning! Everything fine on your side?"]) == ECHOED
-    assert _echoes_request("Sure. Remind you to call your sister at noon.", ["Remind me to call my sister at noon."])
+    assert poor_answer("How am I doing today?", small=True, asked=["How are you doing today?"]) == ECHOED
+    assert _echoes_request("Sure. What is your server called?", ["What is my server called?"])
     for fine in ("Your server is called atlas.", "I don't know what your server is called yet.",
                  "What is your server called? It is called atlas."):
         assert poor_answer(fine, small=True, asked=["What is my server called?"]) is None, fine
-    assert not _echoes_request("I will remind you to call your sister at noon.", ["Remind me to call my sister at noon."])
+    # A statement said back from the model's side is what confirming it means (the review's cases).
+    for message, reply in (("My favourite colour is green.", "Got it! Your favourite colour is green."),
+                           ("I live in Berlin with my wife.", "Okay! You live in Berlin with your wife."),
+                           ("Remind me to call my sister at noon.", "Reminder set: remind you to call your sister at noon.")):
+        assert not _echoes_request(reply, [message]), reply
+        assert poor_answer(reply.split("! ")[-1], small=True, asked=[message]) is None, reply
     assert "what is your server call" in request_openers(["What is my server called?"])
+    assert "how am i doing today?" in request_openers(["How are you doing today?"])
+    assert request_openers(["Remind me to call my sister at noon."]) == ("remind me to call my sis",)
 
 
 async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
@@ -401,6 +408,34 @@ async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary
     assert final.startswith("Wrote ") and "shopping.txt" in final
     assert "sorry" not in final.lower() and "Here is the result" not in final
     assert shown(events) == final
+
+
+async def test_an_echo_after_a_tool_goes_back_with_what_the_tools_did(agent_env) -> None:
+    await constrained(agent_env)
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    request = "Please write milk, eggs and bread into shopping.txt for me."
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text=request)
+    agent_env.fake.script(text="I wrote milk, eggs and bread into shopping.txt.")
+    events = await agent_env.run(request)
+    assert events[-1]["content"] == "I wrote milk, eggs and bread into shopping.txt." == shown(events)
+    *_, echo, told = agent_env.fake.chat_requests[-1].json["messages"]
+    assert (echo["role"], echo["content"]) == ("assistant", request)
+    assert told["content"].startswith("That reply only repeated the user's message back")
+    assert "Your tools did their work" in told["content"]
+
+
+async def test_a_retry_for_another_reason_shows_the_model_no_reply_of_its_own(agent_env) -> None:
+    await constrained(agent_env)
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
+    agent_env.fake.script(text="I wrote milk, eggs and bread into shopping.txt.")
+    await agent_env.run("write milk, eggs and bread into shopping.txt")
+    *_, before, told = agent_env.fake.chat_requests[-1].json["messages"]
+    assert before["role"] != "assistant" and told["content"].startswith("Your tools did their work")
 
 
 async def test_answer_retry_off_shows_the_refusal(agent_env) -> None:
