@@ -659,7 +659,7 @@ _RETRY_CLAUSES = tuple(" ".join(words) for clause in re.split(r"[.;]", RETRY_ANS
                        if len(words := re.findall(r"[a-z0-9']+", clause.lower())) >= 4)
 
 
-RETRY_ECHO = "That reply only repeated the user's message back, so nobody saw it. "
+RETRY_ECHO = "That reply only repeated the user's message back. "
 RETRY_OWN_WORDS = ("Reply to the user in your own words, in a sentence or two, from what you know. Do not refuse and "
                    "do not write a tool call.")
 
@@ -679,7 +679,9 @@ def retry_messages(this_turn: list[ChatMessage], why: str = "", echoed: str = ""
     """The messages that ask for an answer once more (``retry_instruction``). An echo goes back to the model as
     its own reply, before the instruction that says it only repeated the message: told so with the echo left out,
     the 1.5B echoed again each of four greetings and questions that a reply of its own was asked for in, and with it
-    shown, none (round 27; never stored, so the conversation keeps no echo)."""
+    shown, none (round 27; never stored, so the conversation keeps no echo). Not "…, so nobody saw it": with those
+    words the 1.5B refused ("I'm sorry, but I don't know what you're asking") in 4 of 16 echoes put back, without
+    them in 2."""
     told = ChatMessage(role="system", content=retry_instruction(this_turn, why))
     if why == ECHOED and echoed.strip():
         return [ChatMessage(role="assistant", content=echoed), told]
