@@ -395,11 +395,17 @@ def test_a_message_said_back_from_the_models_side_is_an_echo() -> None:
     assert request_openers(["Remind me to call my sister at noon."]) == ("remind me to call my sis",)
 
 
-async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
+async def _shopping_written(agent_env) -> Path:
+    """A constrained profile whose model's first step writes shopping.txt into the session's folder (returned)."""
     await constrained(agent_env)
     folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
     folder.mkdir(parents=True, exist_ok=True)
     agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    return folder
+
+
+async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary(agent_env) -> None:
+    folder = await _shopping_written(agent_env)
     agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
     agent_env.fake.script(text="")
     events = await agent_env.run("write milk, eggs and bread into shopping.txt")
@@ -411,11 +417,8 @@ async def test_a_second_refusal_after_successful_tools_becomes_an_honest_summary
 
 
 async def test_an_echo_after_a_tool_goes_back_with_what_the_tools_did(agent_env) -> None:
-    await constrained(agent_env)
-    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
-    folder.mkdir(parents=True, exist_ok=True)
+    await _shopping_written(agent_env)
     request = "Please write milk, eggs and bread into shopping.txt for me."
-    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
     agent_env.fake.script(text=request)
     agent_env.fake.script(text="I wrote milk, eggs and bread into shopping.txt.")
     events = await agent_env.run(request)
@@ -427,10 +430,7 @@ async def test_an_echo_after_a_tool_goes_back_with_what_the_tools_did(agent_env)
 
 
 async def test_a_retry_for_another_reason_shows_the_model_no_reply_of_its_own(agent_env) -> None:
-    await constrained(agent_env)
-    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
-    folder.mkdir(parents=True, exist_ok=True)
-    agent_env.fake.script(text=as_text("filesystem", action="write", path="shopping.txt", content="milk\neggs\nbread\n"))
+    await _shopping_written(agent_env)
     agent_env.fake.script(text="I'm sorry, but I can't assist with that.")
     agent_env.fake.script(text="I wrote milk, eggs and bread into shopping.txt.")
     await agent_env.run("write milk, eggs and bread into shopping.txt")
