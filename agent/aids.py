@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.context import MEMORY_HEADER
+from agent.context import MEMORY_HEADER, MEMORY_HEADERS
 from agent.llm.base import ChatMessage, ToolCallRequest
 from agent.ports import LOOKUP, SUMMARY, WORDS
 from agent.streaming import REFUSAL_OPENERS, StreamedCall
@@ -585,7 +585,7 @@ def steering() -> tuple[str, ...]:
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
     return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, RETRY_OWN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
-            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
+            TODO_SET_AGAIN, MEMORY_HEADER, *MEMORY_HEADERS, GUESSED)
 
 
 def _sentences(text: str) -> list[str]:

@@ -12,14 +12,13 @@ import re
 
 from asgiref.sync import sync_to_async
 
+from agent.context import FACTS_HEADER, LEFT_OUT_HEADER, RECENT_HEADER
 from memory_app import selectors
 from memory_app.models import MemoryFact, MemoryFactChange, MemorySummary
 from navi_site.db_connections import reconnecting
 
 # ~300 tokens: the list of facts not yet in the summary never costs more than that.
 RECENT_FACTS_CHARS = 1000
-RECENT_HEADER = "Saved since that summary was written (newest first; where the two differ, these hold):"
-FACTS_HEADER = "Facts saved about the user (newest first):"
 
 
 def fact_line(fact: MemoryFact, was: str | None = None) -> str:
@@ -46,7 +45,6 @@ def recent_lines(facts: list[MemoryFact], budget: int = RECENT_FACTS_CHARS,
     return lines
 
 
-LEFT_OUT_HEADER = "Also saved (the summary above leaves these out):"
 
 
 def _words(text: str) -> set[str]:

@@ -296,6 +296,13 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     sales = [ChatMessage(role="tool", tool_call_id="c9", name="filesystem", content="Q3: the results are above plan.")]
     assert poor_answer("Good news from Q3: the results are above plan.", sales, small=True) is None
     assert poor_answer("I remember about the user.") == "Navi's own instruction repeated"  # the memory header
+    # The memory block's own headers, copied with the facts below them (the 1.5B after a todo list was set; round 27).
+    copied = ("I remember the user's server name as boreas.\n\nAlso saved (the summary above leaves these out):\n"
+              "- plumber invoice call: Plumber needs a phone call about invoice 5966.")
+    assert poor_answer(copied) == "Navi's own instruction repeated"
+    assert poor_answer("Saved since that summary was written (newest first): your shell is fish.") == (
+        "Navi's own instruction repeated")
+    assert poor_answer("Your server is called boreas, and the plumber needs a call about invoice 5966.") is None
 
 
 def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> None:
