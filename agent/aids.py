@@ -585,7 +585,7 @@ def steering() -> tuple[str, ...]:
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
     return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, RETRY_OWN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
-            TODO_SET_AGAIN, MEMORY_HEADER, *MEMORY_HEADERS, GUESSED)
+            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 
 def _sentences(text: str) -> list[str]:
@@ -619,13 +619,18 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     """The answer repeats Navi's own steering (a small model copies the last thing it read), whole or
     reworded around a run of seven words ("The report.txt file is not in this conversation until you
     read it with the filesystem tool", from the named_files line). ``more``: Navi's wording inside
-    this turn's tool results (``_result_steering``)."""
+    this turn's tool results (``_result_steering``). The memory block's own headers (``MEMORY_HEADERS``) only by
+    such a run: after a todo list was set, the 1.5B answered with the block, header and all ("Also saved (the summary
+    above leaves these out): - plumber invoice call: …", round 27), where a short piece of one ("Saved the summary.",
+    "The two differ.") may be the answer (the review)."""
     said_words = re.findall(r"[a-z0-9']+", text.lower())
     said = " " + " ".join(said_words) + " "
-    for instruction in (*steering(), *more):
+    for instruction in (*steering(), *more, *MEMORY_HEADERS):
         words = re.findall(r"[a-z0-9']+", instruction.lower())
         if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
             return True
+        if instruction in MEMORY_HEADERS:
+            continue
         # A shorter answer that is nothing but a piece of it ("Answer the user now."; after a todo list, the
         # 1.5B answered "I remember about the user." from the memory block's header).
         if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":

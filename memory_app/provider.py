@@ -45,8 +45,6 @@ def recent_lines(facts: list[MemoryFact], budget: int = RECENT_FACTS_CHARS,
     return lines
 
 
-
-
 def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 

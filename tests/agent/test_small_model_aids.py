@@ -303,6 +303,9 @@ def test_only_the_loops_own_refusals_count_as_navis_wording_in_an_answer() -> No
     assert poor_answer("Saved since that summary was written (newest first): your shell is fish.") == (
         "Navi's own instruction repeated")
     assert poor_answer("Your server is called boreas, and the plumber needs a call about invoice 5966.") is None
+    # Only a run of seven words: a short piece of a header may be the answer (the review's cases).
+    for fine in ("Saved the summary.", "Summary was written.", "The two differ.", "Facts saved about the user."):
+        assert poor_answer(fine) is None, fine
 
 
 def test_a_short_answer_with_nothing_of_what_the_tools_did_is_no_answer() -> None:

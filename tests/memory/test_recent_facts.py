@@ -11,8 +11,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from agent.context import FACTS_HEADER, LEFT_OUT_HEADER, RECENT_HEADER
 from memory_app.models import MemoryFact, MemorySummary
-from memory_app.provider import FACTS_HEADER, RECENT_FACTS_CHARS, RECENT_HEADER, DjangoMemoryProvider
+from memory_app.provider import RECENT_FACTS_CHARS, DjangoMemoryProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,7 +81,6 @@ async def test_a_value_changed_since_the_summary_names_the_value_the_summary_sti
 
 async def test_a_fact_the_summary_left_out_is_listed_after_it(user: Any, thread_db: Any) -> None:
     """The 1.5B summed up "server name: boreas" as "operating system: Linux, name: Navi"."""
-    from memory_app.provider import LEFT_OUT_HEADER
 
     built = timezone.now()
     await MemoryFact.objects.acreate(user=user, key="server_name", value="boreas", updated_at=built)
