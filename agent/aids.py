@@ -341,12 +341,9 @@ _WORD = re.compile(r"\w+")
 _SIDES = {"your": "my", "yours": "mine", "yourself": "myself", "yourselves": "ourselves", "you": "i", "me": "i",
           "are": "am", "re": "m"}
 # How the other side says a word, as each reading may have it ("you" as "I" or "me", "are" as "am" or "are").
-_OTHER_SIDES = ({"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
-                 "yourself": "myself", "i": "you", "me": "you", "you": "i", "am": "are", "are": "am",
-                 "i'm": "you're", "you're": "i'm"},
-                {"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself",
-                 "yourself": "myself", "i": "you", "me": "you", "you": "me", "am": "are", "i'm": "you're",
-                 "you're": "i'm"})
+_OTHER_SIDE = {"my": "your", "your": "my", "mine": "yours", "yours": "mine", "myself": "yourself", "yourself": "myself",
+               "i": "you", "me": "you", "am": "are", "i'm": "you're", "you're": "i'm"}
+_OTHER_SIDES = ({**_OTHER_SIDE, "you": "i", "are": "am"}, {**_OTHER_SIDE, "you": "me"})
 
 
 def _either_side(words: Iterable[str]) -> str:
@@ -394,9 +391,10 @@ def _echoes_request(text: str, asked: Sequence[str]) -> bool:
     question said back from the model's side is one when it is all that follows (``_asked_back``)."""
     sentences = [_WORD.findall(part.lower()) for part in re.split(r"(?<=[.!?:;])\s+|\n+", text)]
     starts = [[w for sentence in sentences[i:] for w in sentence] for i in range(len(sentences))]
+    joined = [" ".join(start) for start in starts]
     back = _asked_back(asked)
-    return any(" ".join(start) == echo or " ".join(start).startswith(echo + " ")
-               for echo in _echoable(asked) for start in starts) or any(_either_side(start) in back for start in starts)
+    return any(start == echo or start.startswith(echo + " ") for echo in _echoable(asked) for start in joined) or any(
+        _either_side(start) in back for start in starts)
 
 
 def request_openers(asked: Sequence[str]) -> tuple[str, ...]:
@@ -625,17 +623,26 @@ def _echoes_instructions(text: str, more: Sequence[str] = ()) -> bool:
     "The two differ.") may be the answer (the review)."""
     said_words = re.findall(r"[a-z0-9']+", text.lower())
     said = " " + " ".join(said_words) + " "
-    for instruction in (*steering(), *more, *MEMORY_HEADERS):
-        words = re.findall(r"[a-z0-9']+", instruction.lower())
-        if any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1)):
+    if any(_has_run(_words_of(header), said) for header in MEMORY_HEADERS):
+        return True
+    for instruction in (*steering(), *more):
+        words = _words_of(instruction)
+        if _has_run(words, said):
             return True
-        if instruction in MEMORY_HEADERS:
-            continue
         # A shorter answer that is nothing but a piece of it ("Answer the user now."; after a todo list, the
         # 1.5B answered "I remember about the user." from the memory block's header).
         if 3 <= len(said_words) < _ECHO_WORDS and said in f" {' '.join(words)} ":
             return True
     return False
+
+
+def _words_of(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _has_run(words: list[str], said: str) -> bool:
+    """``said`` (words between spaces, padded with one) holds a run of ``_ECHO_WORDS`` of ``words`` in a row."""
+    return any(f" {' '.join(words[i:i + _ECHO_WORDS])} " in said for i in range(len(words) - _ECHO_WORDS + 1))
 
 
 def _rewords_the_retry(text: str, this_turn: Sequence[ChatMessage]) -> bool:
@@ -675,8 +682,12 @@ def retry_instruction(this_turn: list[ChatMessage], why: str = "") -> str:
     message is named as such (``why``): told only to answer, both models had echoed a greeting again."""
     if successes(this_turn):
         said = RETRY_ANSWER
+    elif results(this_turn):
+        said = RETRY_AFTER_FAILURE
+    elif why == ECHOED:
+        said = RETRY_OWN_WORDS
     else:
-        said = RETRY_AFTER_FAILURE if results(this_turn) else RETRY_OWN_WORDS if why == ECHOED else RETRY_IN_WORDS
+        said = RETRY_IN_WORDS
     return RETRY_ECHO + said if why == ECHOED else said
 
 
