@@ -395,6 +395,10 @@ async def test_two_workers_and_duplicate_tasks_fire_one_recall_once(live: Live, 
 
 # -- (e) restart ----------------------------------------------------------------------------------
 
+# The worker and beat boot again after the restart before the sweep can fire anything: 20 s was once too short in CI,
+# with both tiers' suites sharing two cores (round 27; alone, the whole test takes 17 s, under two busy loops 25 s).
+RESTART_FIRE_SECONDS = 60
+
 
 async def test_a_recall_due_while_navi_is_down_fires_once_after_the_restart(live: Live, fake_ollama: Any) -> None:
     sid = _session(live.navi, "Restart")
@@ -409,7 +413,7 @@ async def test_a_recall_due_while_navi_is_down_fires_once_after_the_restart(live
 
     navi = live.navi
     recall = await asyncio.to_thread(_wait, lambda: next(iter(
-        r for r in _recalls(navi, sid) if r["status"] == "fired"), None), 20, "the recall to fire")
+        r for r in _recalls(navi, sid) if r["status"] == "fired"), None), RESTART_FIRE_SECONDS, "the recall to fire")
     await asyncio.sleep(1.5)  # a second firing (redelivered ETA task + sweep) would show up by now
     [recall] = _recalls(navi, sid)
     assert recall["status"] == "fired" and recall["fire_count"] == 1
