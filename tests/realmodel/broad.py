@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 42 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 44 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -29,7 +29,8 @@ after round 21 had read fresh13, and round 23 **fresh15** (phrasings 33 and 34, 
 had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``) after round 23 had read fresh15,
 and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16, and round 26
 **fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17, and round 27
-**fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18.
+**fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18, and round 28
+**fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -133,7 +134,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..41 (SPLIT)
+    phrasing: int  # 0..43 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -150,9 +151,10 @@ SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fr
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
          "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
-         "fresh19", "fresh19")  # by phrasing index
+         "fresh19", "fresh19", "fresh20", "fresh20")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19")
+          "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
+          "fresh20")
 
 
 def _clock() -> float:
@@ -229,7 +231,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many players does a soccer team have on the field?": ("11", "eleven"),
              # the nineteenth fresh half (round 27)
              "What is the capital of Australia?": ("canberra",),
-             "How many sides does a square have?": ("4", "four")}
+             "How many sides does a square have?": ("4", "four"),
+             # the twentieth fresh half (round 28)
+             "Name the capital city of Egypt.": ("cairo",),
+             "How many days are there in the month of April?": ("30", "thirty")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -902,8 +907,32 @@ FRESH19: dict[str, tuple[str, str]] = {
                  "Hand facts.txt to a subagent and have it tell me what the magic number is."),
 }
 
+# Round 28's held-out phrasings: fresh19 was read after round 27 reported it, so these were written,
+# and run once with round 27's code, before round 28 changed anything.
+FRESH20: dict[str, tuple[str, str]] = {
+    "greeting": ("Navi! Nice to catch you. All good on your end?", "Yo Navi, what's new with you?"),
+    "plain_question": ("Name the capital city of Egypt.", "How many days are there in the month of April?"),
+    "date_time": ("Which day of the month are we on today?", "Quick one: what's the time where you are right now?"),
+    "read_file": ("The codename in project.txt, please - what does it say?",
+                  "project.txt has a codename in it; tell me which one."),
+    "file_question": ("report.txt: which person does it list as its author?", "Can you see who the author of report.txt is?"),
+    "write_file": ("Jot milk, eggs and bread into shopping.txt, one per line, as a new file.",
+                   "Create the file shopping.txt containing three lines: milk, eggs, bread."),
+    "note": ("Scribble down a note - ring the plumber re invoice {v}.",
+             "Write a quick note for me - phone the plumber, invoice {v}."),
+    "remember": ("Something to keep about me: my server's called {v}.",
+                 "Keep in your memory that {v} is the name of my server."),
+    "remind_once": ("Stretch break in 3 minutes - alert me when it's time.",
+                    "In 3 minutes I need a reminder to stretch my legs."),
+    "remind_every": ("Each hour, on repeat, remind me that I should drink water.", "I keep forgetting to drink water; remind me every hour from now on."),
+    "todo": ("Jobs for my task list: buy stamps, and after that post the letter.",
+             "To-do items to set up: (1) buy stamps (2) post the letter."),
+    "subagent": ("Let a subagent dig the magic number out of facts.txt for me.",
+                 "Could a subagent look inside facts.txt for me? I need the magic number it contains."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
