@@ -413,6 +413,8 @@ class Agent:
                            else attempted_tools(call.text, decision.calls, plan.every))
                 # What a doubt of the turn advised stays a choice too: told that a list does nothing in 3 minutes
                 # and a recall would, the 0.5B wrote the list again (round 25).
+                if contradicted and doubt is not None and doubt.needs:
+                    state.advised.add(doubt.needs)  # the tool the user asked for by name (``_asked_by_name``)
                 if pointed:
                     pointed = [*pointed, *sorted(state.advised - set(pointed))]
                 again = await self._decide_again(
@@ -734,6 +736,8 @@ class Agent:
         if call is None or doubt is None:
             return None
         found: ports.Doubt | None = doubt(call.name, call.arguments, _said(turn, state))
+        if found is None:
+            found = _asked_by_name(registry, turn, state, call, callable_)
         if found is not None and found.needs and found.needs not in callable_:
             return None  # its advice names a tool this turn cannot call (a profile without recalls)
         return found
@@ -1007,6 +1011,25 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+def _asked_by_name(registry: ports.ToolSet, turn: Turn, state: LoopState, call: ToolCallRequest,
+                   callable_: set[str]) -> ports.Doubt | None:
+    """The user's words ask for another offered tool by name (``ToolSet.named``: "Hand facts.txt to a subagent"),
+    none of whose calls has run in this turn, and the call does the job itself with a tool that changes nothing
+    (both models read facts.txt themselves, and the user never got the helper asked for; rounds 26 and 27). The
+    call is chosen again between its tool and the one named, told why; made a second time, it runs (``_decide``).
+    A call that changes something is left alone: "Remind me to check on the subagent" is the reminder."""
+    named = getattr(registry, "named", None)  # a ToolSet from before the port had it knows no names
+    if named is None or _says(registry, "changes", call, otherwise=True):
+        return None
+    ran = {m.name for m in turn.history[state.start:] if m.role == "tool"}
+    for tool, phrase in named(_said(turn, state), sorted(callable_ - {call.name})):
+        if tool not in ran:
+            return ports.Doubt(reason=f"the user asked for {phrase!r} by name, which is the tool {tool}, and "
+                                      f"{call.name} would do the job without it, so it was not run. Call {tool} "
+                                      "with what they asked for.", needs=tool)
+    return None
+
+
 def _said(turn: Turn, state: LoopState) -> str:
     """The user's words: the request, and what they wrote while the turn ran ("make it 10 minutes")."""
     return "\n".join(asked(turn, state))

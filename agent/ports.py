@@ -117,6 +117,11 @@ class ToolSet(Protocol):
         """The call may change something (a file, a store, a schedule): True unless its tool knows it only reads."""
         ...
 
+    def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
+        """The tools of ``among`` that ``request`` (the user's words) asks for by name ("a subagent"), each with
+        the phrase that names it."""
+        ...
+
     def records(self, name: str, args: dict[str, Any]) -> bool:
         """The call only keeps or finds words (a note, a plan's step, a reminder): a file its words name is not
         opened by it (recorded as ``RECORDS`` in its result's metadata). False unless its tool knows."""

@@ -158,6 +158,9 @@ class Tools:
     def doubt(self, name: str, args: dict[str, Any], request: str) -> ports.Doubt | None:
         return None  # the scripted tools know nothing of the user's words
 
+    def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
+        return []  # nor what people call them
+
     async def execute(self, name: str, args: Any, *, allowed: set[str] | None = None) -> Result:
         self.calls.append((name, dict(args or {})))
         if name not in self.tools or (allowed is not None and name not in allowed):

@@ -58,6 +58,10 @@ class Tool(ABC):
     # Output comes from the outside world (web pages, HTTP bodies, files) and is
     # marked as untrusted data for the model.
     untrusted_output: ClassVar[bool] = False
+    # What people call this tool when they ask for it by name ("a subagent"): lower-case phrases of whole words,
+    # the tool's own names, never the wording of requests. A small model that does the job itself with a call that
+    # changes nothing, where the user's words ask for this tool so, is told and chooses again (``agent.loop``).
+    named_as: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     async def execute(self, params: dict[str, Any]) -> ToolResult: ...

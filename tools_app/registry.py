@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -302,6 +303,17 @@ class ToolRegistry:
         arguments or a failing check: it may."""
         return self._says(name, args, "changes", otherwise=True)
 
+    def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
+        """The tools of ``among`` that ``request`` (the user's words) asks for by name (``Tool.named_as``), in
+        ``among``'s order, each with the phrase that names it."""
+        found: list[tuple[str, str]] = []
+        for name in among:
+            tool = self.get(name)
+            phrase = next((p for p in getattr(tool, "named_as", ()) if _names(p, request)), None)
+            if phrase is not None:
+                found.append((name, phrase))
+        return found
+
     def records(self, name: str, args: dict[str, Any]) -> bool:
         """The tool's own word on whether the call only keeps or finds words (``Tool.records``); an unknown tool,
         bad arguments or a failing check: it does not."""
@@ -445,3 +457,11 @@ def reset_registry() -> None:
     global _default
     with _default_lock:
         _default = None
+
+
+def _names(phrase: str, request: str) -> bool:
+    """``request`` holds ``phrase`` as whole words, in any case, singular or plural, its spaces and hyphens
+    interchangeable ("sub-agent", "sub agent")."""
+    words = [re.escape(w) for w in re.split(r"[\s-]+", phrase.strip()) if w]
+    return bool(words) and re.search(r"(?<![\w-])" + r"[\s-]+".join(words) + r"s?(?![\w-])", request,
+                                     re.IGNORECASE) is not None

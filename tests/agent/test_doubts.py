@@ -1801,3 +1801,80 @@ async def test_without_recalls_a_list_for_a_time_from_now_is_set_at_once(agent_e
     events = await agent_env.run("Buzz me in 10 minutes to check the oven.")
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("todo", True)]
     assert events[-1]["content"] == "Your list: check the oven." and len(agent_env.requests()) == 2
+
+
+def _facts(agent_env, settings) -> None:
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.txt").write_text("The magic number is 6651.\n")
+
+
+async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(agent_env, settings) -> None:
+    """Both models read facts.txt themselves for "Hand facts.txt to a subagent and …": the user asked for a helper
+    and got none (rounds 26 and 27). The read is chosen again between the two tools, told why."""
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
+    constrained_call(agent_env.fake, "spawn_agent", task="Read facts.txt and say what the magic number is.")
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))  # the helper reads
+    agent_env.fake.script(text="The magic number is 6651.")  # and answers
+    agent_env.fake.script(text="Your helper found the magic number: 6651.")
+    events = await agent_env.run("Hand facts.txt to a sub-agent and have it tell me the magic number.")
+    assert [e["tool"] for e in started(events)][0] == "spawn_agent"  # the first thing that ran: the helper
+    assert sorted((tool, ok) for tool, args, ok in calls(events)) == [("filesystem", True), ("spawn_agent", True)]
+    assert events[-1]["content"] == "Your helper found the magic number: 6651."
+    again = agent_env.fake.chat_requests[1]
+    assert sorted(schema_names(agent_env.fake.schema_of(again))) == ["filesystem", "spawn_agent"]
+    told = again.json["messages"][-1]["content"]
+    assert "the user asked for 'sub agent' by name, which is the tool spawn_agent" in told
+
+
+async def test_told_twice_that_a_helper_was_asked_for_the_models_read_runs(agent_env, settings) -> None:
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
+    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
+    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
+    agent_env.fake.script(text="The magic number is 6651.")
+    events = await agent_env.run("Use a helper agent to read facts.txt and tell me the magic number.")
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+    assert events[-1]["content"] == "The magic number is 6651."
+
+
+@pytest.mark.parametrize("request_text", [
+    "Read facts.txt and tell me the magic number.",  # no helper named
+    "What does agents.txt say about the subagentry?",  # no whole word names one
+])
+async def test_a_read_where_no_helper_was_named_runs(agent_env, settings, request_text) -> None:
+    _facts(agent_env, settings)
+    (Path(settings.SESSION_FILES_DIR) / agent_env.session_id / "agents.txt").write_text("Nothing yet.\n")
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    path = "agents.txt" if "agents.txt" in request_text else "facts.txt"
+    agent_env.fake.script(text=as_text("filesystem", action="read", path=path))
+    agent_env.fake.script(text="It says: The magic number is 6651." if path == "facts.txt" else "It says: Nothing yet.")
+    events = await agent_env.run(request_text)
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+    assert not any(agent_env.fake.schema_of(r) for r in agent_env.fake.chat_requests)  # nothing chosen again
+
+
+async def test_a_change_where_a_helper_is_named_is_left_alone(agent_env, settings) -> None:
+    """A call that changes something does more than a helper's look: "Write down what the subagent should do"."""
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    agent_env.fake.script(text=as_text("filesystem", action="write", path="plan.txt", content="Check the logs."))
+    agent_env.fake.script(text="Wrote plan.txt.")
+    events = await agent_env.run("Write plan.txt saying what the subagent should do: check the logs.")
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+
+
+def test_what_names_a_helper() -> None:
+    from tools_app.registry import get_registry
+
+    named = get_registry().named
+    among = ["filesystem", "spawn_agent", "todo"]
+    for said in ("Use a subagent for this.", "Two SUBAGENTS, please.", "a sub-agent", "a Sub agent",
+                 "Let a helper agent do it.", "helper-agents"):
+        assert [tool for tool, phrase in named(said, among)] == ["spawn_agent"], said
+    assert named("Get a sub-agent on it.", among) == [("spawn_agent", "sub agent")]
+    for said in ("subagentry", "my_subagent.py", "an agent", "a helper"):
+        assert named(said, among) == [], said
+    assert named("Use a subagent.", ["filesystem", "todo"]) == []  # not offered
