@@ -107,6 +107,8 @@ class LoopState:
     loose: dict[str, str] = field(default_factory=dict)  # a tool whose call was doubted loosely: the doubt's reason
     # Tools a doubt of this turn advised (``ports.Doubt.needs``): a call generated again under the grammar may be one.
     advised: set[str] = field(default_factory=set)
+    # Tools the user's words named whose doubt was given in this turn (``agent.loop._asked_by_name``): told once.
+    named_told: set[str] = field(default_factory=set)
     # Tools whose firm doubt said no other call of them could serve the request (``ports.Doubt.again``):
     # a next call of one is chosen again among the others, or none.
     withheld: set[str] = field(default_factory=set)

@@ -703,10 +703,11 @@ class Agent:
                 or first.name in state.withheld or first.name in state.doubted_tools):
             return None
         first = self._unsaid_dropped(first, plan, turn, state)
-        doubt = self._doubt(registry, turn, state, [first], plan.callable)
+        # Only the tool's own doubt: ordered to answer, a read that runs beats Navi's fallback (``_asked_by_name``).
+        doubt = self._doubt(registry, turn, state, [first], plan.callable, by_name=False)
         if doubt is not None and doubt.fix is not None:
             first = _fixed([first], doubt)[0]
-            doubt = _left_after_fix(self._doubt(registry, turn, state, [first], plan.callable))
+            doubt = _left_after_fix(self._doubt(registry, turn, state, [first], plan.callable, by_name=False))
         if (doubt is not None or changes(first.name, first.arguments)
                 or argument_problem(first.arguments, plan.parameters(first.name),
                                     descriptions(plan.every, _steering(turn, state)), turn.goal)):
@@ -725,10 +726,11 @@ class Agent:
 
     @staticmethod
     def _doubt(registry: ports.ToolSet, turn: Turn, state: LoopState,
-               calls: Sequence[ToolCallRequest], callable_: set[str]) -> ports.Doubt | None:
+               calls: Sequence[ToolCallRequest], callable_: set[str], *, by_name: bool = True) -> ports.Doubt | None:
         """The tool's own doubt (``ToolSet.doubt``) about the first of a small model's ``calls`` that runs
-        (only the first call a small model writes runs), against the words of the user's request; none whose
-        advice needs a tool outside ``callable_`` (``Doubt.needs``)."""
+        (only the first call a small model writes runs), against the words of the user's request, or else
+        (``by_name``) that the request names another tool (``_asked_by_name``); none whose advice needs a tool
+        outside ``callable_`` (``Doubt.needs``)."""
         if not (state.small and state.on("doubts")):
             return None
         call = next((c for c in calls if not c.arguments_error), None)
@@ -736,7 +738,7 @@ class Agent:
         if call is None or doubt is None:
             return None
         found: ports.Doubt | None = doubt(call.name, call.arguments, _said(turn, state))
-        if found is None:
+        if found is None and by_name:
             found = _asked_by_name(registry, turn, state, call, callable_)
         if found is not None and found.needs and found.needs not in callable_:
             return None  # its advice names a tool this turn cannot call (a profile without recalls)
@@ -817,6 +819,11 @@ class Agent:
             told = (QUOTED.sub(" … ", contradicted[1]),) if contradicted is not None else ()
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
+            if (found is not None and not found.answer and found.needs
+                    and found.needs not in {s["function"]["name"] for s in offered}):
+                # The repair names a tool the grammar did not offer (the user's words named it): offered now.
+                offered = [*offered, *(s for s in open_ if s["function"]["name"] == found.needs)]
+                schema = call_schema(offered, none=none)
             if found is not None and found.fix is not None and step.call is not None:
                 step, found = _refixed(step.call, found, doubt)
                 if found is None:
@@ -1013,20 +1020,26 @@ class Agent:
 # ---------------------------------------------------------------------- helpers
 def _asked_by_name(registry: ports.ToolSet, turn: Turn, state: LoopState, call: ToolCallRequest,
                    callable_: set[str]) -> ports.Doubt | None:
-    """The user's words ask for another offered tool by name (``ToolSet.named``: "Hand facts.txt to a subagent"),
-    none of whose calls has run in this turn, and the call does the job itself with a tool that changes nothing
-    (both models read facts.txt themselves, and the user never got the helper asked for; rounds 26 and 27). The
-    call is chosen again between its tool and the one named, told why; made a second time, it runs (``_decide``).
-    A call that changes something is left alone: "Remind me to check on the subagent" is the reminder."""
+    """The user's words name another offered tool (``ToolSet.named``: "Hand facts.txt to a subagent"), none of
+    whose calls has run in this turn, and the call does the job itself with a tool that changes nothing (both
+    models read facts.txt themselves, and the user never got the helper asked for; rounds 26 and 27). The call is
+    chosen again between its tool and the one named, told that the user's words name it (a mention is not always
+    a request: "Don't use a subagent"), once a turn: whatever the model chooses then runs. A call that changes
+    something is left alone ("Remind me to check on the subagent" is the reminder), and so is a name the call's
+    own arguments hold (a file the user named, "subagent.md")."""
     named = getattr(registry, "named", None)  # a ToolSet from before the port had it knows no names
     if named is None or _says(registry, "changes", call, otherwise=True):
         return None
     ran = {m.name for m in turn.history[state.start:] if m.role == "tool"}
-    for tool, phrase in named(_said(turn, state), sorted(callable_ - {call.name})):
-        if tool not in ran:
-            return ports.Doubt(reason=f"the user asked for {phrase!r} by name, which is the tool {tool}, and "
-                                      f"{call.name} would do the job without it, so it was not run. Call {tool} "
-                                      "with what they asked for.", needs=tool)
+    own = " ".join(str(v) for v in call.arguments.values() if isinstance(v, str)).lower()
+    candidates = sorted(callable_ - {call.name} - state.withheld - state.named_told - ran)
+    for tool, said in named(_said(turn, state), candidates):
+        if said.lower() in own:
+            continue
+        state.named_told.add(tool)
+        return ports.Doubt(reason=f"the user's words name {said.strip()!r}, which is the tool {tool}, so "
+                                  f"{call.name} was not run. If they ask for {tool} to do this, call {tool} with "
+                                  f"what they asked for; if they only mention it, make your call again.", needs=tool)
     return None
 
 

@@ -304,14 +304,17 @@ class ToolRegistry:
         return self._says(name, args, "changes", otherwise=True)
 
     def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
-        """The tools of ``among`` that ``request`` (the user's words) asks for by name (``Tool.named_as``), in
-        ``among``'s order, each with the phrase that names it."""
+        """The tools of ``among`` that ``request`` (the user's words) names (``Tool.named_as``), in ``among``'s
+        order, each with the words of the request that name it. A tool whose names cannot be read names nothing."""
         found: list[tuple[str, str]] = []
         for name in among:
-            tool = self.get(name)
-            phrase = next((p for p in getattr(tool, "named_as", ()) if _names(p, request)), None)
-            if phrase is not None:
-                found.append((name, phrase))
+            names = getattr(self.get(name), "named_as", ())
+            if not isinstance(names, tuple | list):
+                log.warning("tool_named_as_invalid", tool=name)  # a string would match letter by letter
+                continue
+            said = next((m for p in names if isinstance(p, str) and (m := _named_in(p, request))), None)
+            if said is not None:
+                found.append((name, said))
         return found
 
     def records(self, name: str, args: dict[str, Any]) -> bool:
@@ -459,9 +462,12 @@ def reset_registry() -> None:
         _default = None
 
 
-def _names(phrase: str, request: str) -> bool:
-    """``request`` holds ``phrase`` as whole words, in any case, singular or plural, its spaces and hyphens
-    interchangeable ("sub-agent", "sub agent")."""
+def _named_in(phrase: str, request: str) -> str | None:
+    """The words of ``request`` that say ``phrase``: whole words, in any case, singular or plural, written apart,
+    hyphenated or as one ("sub agent", "sub-agents", "Subagent"), and not part of a file name, a path or an
+    address ("subagent.py", "docs/subagent/", "https://x/subagent")."""
     words = [re.escape(w) for w in re.split(r"[\s-]+", phrase.strip()) if w]
-    return bool(words) and re.search(r"(?<![\w-])" + r"[\s-]+".join(words) + r"s?(?![\w-])", request,
-                                     re.IGNORECASE) is not None
+    if not words:
+        return None
+    found = re.search(r"(?<![\w/.\\-])" + r"[\s-]*".join(words) + r"s?(?![\w-]|[./\\]\w)", request, re.IGNORECASE)
+    return found.group(0) if found else None

@@ -1861,32 +1861,57 @@ async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(
     again = agent_env.fake.chat_requests[1]
     assert sorted(schema_names(agent_env.fake.schema_of(again))) == ["filesystem", "spawn_agent"]
     told = again.json["messages"][-1]["content"]
-    assert "the user asked for 'sub agent' by name, which is the tool spawn_agent" in told
+    assert "the user's words name 'sub-agent', which is the tool spawn_agent" in told
+    assert "if they only mention it, make your call again" in told
 
 
-async def test_told_twice_that_a_helper_was_asked_for_the_models_read_runs(agent_env, settings) -> None:
+async def test_told_once_that_a_helper_was_named_the_models_read_runs(agent_env, settings) -> None:
     _facts(agent_env, settings)
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
     constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
-    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
     agent_env.fake.script(text="The magic number is 6651.")
-    events = await agent_env.run("Use a helper agent to read facts.txt and tell me the magic number.")
+    events = await agent_env.run("Don't bother with a helper agent: read facts.txt and tell me the magic number.")
     assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
     assert events[-1]["content"] == "The magic number is 6651."
+    assert sum(1 for r in agent_env.fake.chat_requests if agent_env.fake.schema_of(r)) == 1  # chosen again once
+
+
+async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_offered_too(agent_env, settings) -> None:
+    """A call that needed its grammar (described in prose) is generated again among the tools it pointed at; told there
+    that the user's words name a helper, the model can choose one: the grammar of the repair offers it."""
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    agent_env.fake.script(text='I would use the filesystem function with {"action": "read", "path": "facts.txt"}')
+    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
+    constrained_call(agent_env.fake, "spawn_agent", task="Read facts.txt and say what the magic number is.")
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))  # the helper reads
+    agent_env.fake.script(text="The magic number is 6651.")
+    agent_env.fake.script(text="Your helper found the magic number: 6651.")
+    events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
+    grammars = [schema_names(agent_env.fake.schema_of(r)) for r in agent_env.fake.chat_requests
+                if agent_env.fake.schema_of(r)]
+    assert [sorted(g) for g in grammars[:2]] == [["filesystem"], ["filesystem", "spawn_agent"]]
+    assert [e["tool"] for e in started(events)][0] == "spawn_agent"
+    assert events[-1]["content"] == "Your helper found the magic number: 6651."
 
 
 @pytest.mark.parametrize("request_text", [
     "Read facts.txt and tell me the magic number.",  # no helper named
     "What does agents.txt say about the subagentry?",  # no whole word names one
+    "Read subagent.md and tell me the magic number.",  # a file name
+    "Open the file called subagent and tell me the magic number.",  # the call's own argument
 ])
-async def test_a_read_where_no_helper_was_named_runs(agent_env, settings, request_text) -> None:
+async def test_a_read_where_no_helper_was_asked_for_runs(agent_env, settings, request_text) -> None:
     _facts(agent_env, settings)
-    (Path(settings.SESSION_FILES_DIR) / agent_env.session_id / "agents.txt").write_text("Nothing yet.\n")
+    folder = Path(settings.SESSION_FILES_DIR) / agent_env.session_id
+    (folder / "agents.txt").write_text("Nothing yet.\n")
+    (folder / "subagent.md").write_text("The magic number is 6651.\n")
+    (folder / "subagent").write_text("The magic number is 6651.\n")
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
-    path = "agents.txt" if "agents.txt" in request_text else "facts.txt"
+    path = next((p for p in ("agents.txt", "subagent.md", "subagent") if p in request_text), "facts.txt")
     agent_env.fake.script(text=as_text("filesystem", action="read", path=path))
-    agent_env.fake.script(text="It says: The magic number is 6651." if path == "facts.txt" else "It says: Nothing yet.")
+    agent_env.fake.script(text="It says: Nothing yet." if path == "agents.txt" else "It says: The magic number is 6651.")
     events = await agent_env.run(request_text)
     assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
     assert not any(agent_env.fake.schema_of(r) for r in agent_env.fake.chat_requests)  # nothing chosen again
@@ -1906,10 +1931,26 @@ def test_what_names_a_helper() -> None:
 
     named = get_registry().named
     among = ["filesystem", "spawn_agent", "todo"]
-    for said in ("Use a subagent for this.", "Two SUBAGENTS, please.", "a sub-agent", "a Sub agent",
-                 "Let a helper agent do it.", "helper-agents"):
-        assert [tool for tool, phrase in named(said, among)] == ["spawn_agent"], said
-    assert named("Get a sub-agent on it.", among) == [("spawn_agent", "sub agent")]
-    for said in ("subagentry", "my_subagent.py", "an agent", "a helper"):
+    for said, words in (("Use a subagent for this.", "subagent"), ("Two SUBAGENTS, please.", "SUBAGENTS"),
+                        ("Get a sub-agent on it.", "sub-agent"), ("a Sub agent", "Sub agent"),
+                        ("Let a helper agent do it.", "helper agent"), ("helper-agents?", "helper-agents"),
+                        ("The subagent's answer.", "subagent"), ("Ask subagents.", "subagents")):
+        assert named(said, among) == [("spawn_agent", words)], said
+    for said in ("subagentry", "my_subagent.py", "subagent.py", "docs/subagent/", "https://x.org/subagent",
+                 "an agent", "a helper"):
         assert named(said, among) == [], said
     assert named("Use a subagent.", ["filesystem", "todo"]) == []  # not offered
+
+
+def test_the_names_a_tool_answers_to_are_its_descriptions_own() -> None:
+    """``named_as`` holds what the tool's own description calls it, never the wording of requests."""
+    from tools_app.registry import get_registry
+
+    registry = get_registry()
+    named = [tool for tool in registry.names() if getattr(registry.get(tool), "named_as", ())]
+    assert "spawn_agent" in named
+    for name in named:
+        tool = registry.get(name)
+        described = tool.description.lower().replace("-", "").replace(" ", "")
+        for phrase in tool.named_as:
+            assert phrase == phrase.lower() and phrase.replace(" ", "") in described, (name, phrase)

@@ -43,9 +43,8 @@ class SpawnAgentTool(Tool):
     # run while one of its calls waits for the user's approval; this is only the registry's backstop.
     timeout = 24 * 3600.0
     max_output_chars = 20_000
-    # The names of a helper a user asks for: both models read facts.txt themselves for "Hand facts.txt to a subagent
-    # and …" and "I want a helper agent on this: …" (rounds 26 and 27, each request asked for one).
-    named_as = ("subagent", "sub agent", "helper agent")
+    # The names this tool's description gives it, which a user says to ask for one (tests check they are its own).
+    named_as = ("sub agent", "helper agent")
 
     def doubt(self, params: dict[str, Any], request: str) -> ports.Doubt | None:
         """A task that is one word or name and no instruction ("get_magic_number_from_facts.txt", the 1.5B, round
