@@ -413,8 +413,10 @@ class Agent:
                            else attempted_tools(call.text, decision.calls, plan.every))
                 # What a doubt of the turn advised stays a choice too: told that a list does nothing in 3 minutes
                 # and a recall would, the 0.5B wrote the list again (round 25).
-                if contradicted and doubt is not None and doubt.needs:
-                    state.advised.add(doubt.needs)  # the tool the user asked for by name (``_asked_by_name``)
+                if contradicted and doubt is not None:
+                    log.info("call_contradicted", tool=doubted.name if doubted else None, reason=doubt.reason[:300])
+                    if doubt.needs:
+                        state.advised.add(doubt.needs)  # the tool the user's words named (``_asked_by_name``)
                 if pointed:
                     pointed = [*pointed, *sorted(state.advised - set(pointed))]
                 again = await self._decide_again(
