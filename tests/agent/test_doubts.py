@@ -1859,10 +1859,10 @@ async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(
     assert sorted((tool, ok) for tool, args, ok in calls(events)) == [("filesystem", True), ("spawn_agent", True)]
     assert events[-1]["content"] == "Your helper found the magic number: 6651."
     again = agent_env.fake.chat_requests[1]
-    assert sorted(schema_names(agent_env.fake.schema_of(again))) == ["filesystem", "spawn_agent"]
+    assert schema_names(agent_env.fake.schema_of(again)) == ["spawn_agent", "filesystem"]  # the one named first
     told = again.json["messages"][-1]["content"]
     assert "the user's words name 'sub-agent', which is the tool spawn_agent" in told
-    assert "if they only mention it, make your call again" in told
+    assert "unless their words say not to use it" in told
 
 
 async def test_told_once_that_a_helper_was_named_the_models_read_runs(agent_env, settings) -> None:
@@ -1891,7 +1891,7 @@ async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_
     events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
     grammars = [schema_names(agent_env.fake.schema_of(r)) for r in agent_env.fake.chat_requests
                 if agent_env.fake.schema_of(r)]
-    assert [sorted(g) for g in grammars[:2]] == [["filesystem"], ["filesystem", "spawn_agent"]]
+    assert grammars[:2] == [["filesystem"], ["spawn_agent", "filesystem"]]
     assert [e["tool"] for e in started(events)][0] == "spawn_agent"
     assert events[-1]["content"] == "Your helper found the magic number: 6651."
 
