@@ -419,6 +419,8 @@ class Agent:
                         state.advised.add(doubt.needs)  # the tool the user's words named (``_asked_by_name``)
                 if pointed:
                     pointed = [*pointed, *sorted(state.advised - set(pointed))]
+                if contradicted and doubt is not None and doubt.needs in state.named_told:
+                    pointed = [doubt.needs]  # the tool the user's words named, alone (see ``_decide``)
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
@@ -799,9 +801,6 @@ class Agent:
             state.force_answer = True
             return StepDecision()
         offered = [s for s in open_ if s["function"]["name"] in tools] or open_
-        # A tool the user's words named comes first (``_asked_by_name``): a small model under a grammar mostly takes
-        # the first tool offered (the 0.5B, told a helper was named, chose the read listed before it; round 28).
-        offered.sort(key=lambda s: s["function"]["name"] not in state.named_told)
         none = none or bool(state.withheld)
         schema = call_schema(offered, none=none)
         request = call_messages(messages, tools=offered, none=none)
@@ -824,10 +823,10 @@ class Agent:
             told = (QUOTED.sub(" … ", contradicted[1]),) if contradicted is not None else ()
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
-            if (found is not None and not found.answer and found.needs
-                    and found.needs not in {s["function"]["name"] for s in offered}):
-                # The repair names a tool the grammar did not offer (the user's words named it): offered now, first.
-                offered = [*(s for s in open_ if s["function"]["name"] == found.needs), *offered]
+            if found is not None and not found.answer and found.needs in state.named_told:
+                # The user's words named the tool (``_asked_by_name``): the repair offers it alone (with a read of
+                # its own in context, the 0.5B wrote the read again whatever else was offered; round 28).
+                offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
                 schema = call_schema(offered, none=none)
             if found is not None and found.fix is not None and step.call is not None:
                 step, found = _refixed(step.call, found, doubt)
@@ -1028,8 +1027,9 @@ def _asked_by_name(registry: ports.ToolSet, turn: Turn, state: LoopState, call: 
     """The user's words name another offered tool (``ToolSet.named``: "Hand facts.txt to a subagent"), none of
     whose calls has run in this turn, and the call does the job itself with a tool that changes nothing (both
     models read facts.txt themselves, and the user never got the helper asked for; rounds 26 and 27). The call is
-    chosen again between the one named (offered first) and its tool, told that the user's words name it, unless
-    they say not to use it ("Don't use a subagent"), once a turn: whatever the model chooses then runs. A call that changes
+    generated again as a call of the tool named, told why, once a turn: with a read of its own in context, the 0.5B
+    wrote the read again whatever else the grammar offered. A mention that is no request ("Don't use a subagent,
+    read it yourself") then costs a helper doing the read, which is what its tools are for. A call that changes
     something is left alone ("Remind me to check on the subagent" is the reminder), and so is a name the call's
     own arguments hold (a file the user named, "subagent.md")."""
     named = getattr(registry, "named", None)  # a ToolSet from before the port had it knows no names
@@ -1043,8 +1043,7 @@ def _asked_by_name(registry: ports.ToolSet, turn: Turn, state: LoopState, call: 
             continue
         state.named_told.add(tool)
         return ports.Doubt(reason=f"the user's words name {said.strip()!r}, which is the tool {tool}, so "
-                                  f"{call.name} was not run: call {tool} with what they asked for, unless their "
-                                  f"words say not to use it.", needs=tool)
+                                  f"{call.name} was not run: call {tool} with what they asked for.", needs=tool)
     return None
 
 

@@ -1859,21 +1859,21 @@ async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(
     assert sorted((tool, ok) for tool, args, ok in calls(events)) == [("filesystem", True), ("spawn_agent", True)]
     assert events[-1]["content"] == "Your helper found the magic number: 6651."
     again = agent_env.fake.chat_requests[1]
-    assert schema_names(agent_env.fake.schema_of(again)) == ["spawn_agent", "filesystem"]  # the one named first
+    assert schema_names(agent_env.fake.schema_of(again)) == ["spawn_agent"]  # the one named
     told = again.json["messages"][-1]["content"]
-    assert "the user's words name 'sub-agent', which is the tool spawn_agent" in told
-    assert "unless their words say not to use it" in told
+    assert "the user's words name 'sub-agent', which is the tool spawn_agent, so filesystem was not run" in told
 
 
-async def test_told_once_that_a_helper_was_named_the_models_read_runs(agent_env, settings) -> None:
+async def test_named_once_a_turn_a_read_after_the_helper_was_chosen_runs(agent_env, settings) -> None:
+    """Told once, what the model calls next in the turn runs (the doubt is given once a turn)."""
     _facts(agent_env, settings)
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
-    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
-    agent_env.fake.script(text="The magic number is 6651.")
+    constrained_call(agent_env.fake, "spawn_agent", task="Say hello.")
+    agent_env.fake.script(text="Hello.")  # the helper
+    agent_env.fake.script(text="Your helper said hello.")
     events = await agent_env.run("Don't bother with a helper agent: read facts.txt and tell me the magic number.")
-    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
-    assert events[-1]["content"] == "The magic number is 6651."
+    assert [e["tool"] for e in started(events)] == ["spawn_agent"]  # a mention costs a helper
     assert sum(1 for r in agent_env.fake.chat_requests if agent_env.fake.schema_of(r)) == 1  # chosen again once
 
 
@@ -1891,7 +1891,7 @@ async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_
     events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
     grammars = [schema_names(agent_env.fake.schema_of(r)) for r in agent_env.fake.chat_requests
                 if agent_env.fake.schema_of(r)]
-    assert grammars[:2] == [["filesystem"], ["spawn_agent", "filesystem"]]
+    assert grammars[:2] == [["filesystem"], ["spawn_agent"]]
     assert [e["tool"] for e in started(events)][0] == "spawn_agent"
     assert events[-1]["content"] == "Your helper found the magic number: 6651."
 
