@@ -427,7 +427,13 @@ class Agent:
                 if again is STOPPED:
                     yield StreamStopped()
                     return
-                if again is ANSWER:
+                if again is ANSWER and contradicted and doubt is not None and doubt.needs in state.named_told:
+                    # No usable call of the tool the user's words named (the 0.5B copied its description as the
+                    # helper's task): the model's own call runs, as it would have (``_asked_by_name``).
+                    log.info("call_named_kept", tool=next((c.name for c in decision.calls), None))
+                    state.force_answer = state.undecided = False
+                    doubt = None
+                elif again is ANSWER:
                     continue  # no usable call: the next step answers (force_answer is set)
                 if isinstance(again, tuple):
                     decision, doubt = again
@@ -808,6 +814,7 @@ class Agent:
             request = [*request, ChatMessage(role="assistant", content=contradicted[0] or "(a call)"),
                        ChatMessage(role="system", content=decision_repair_note(contradicted[1]))]
         kept: StepDecision | None = None  # a call whose doubt fixed its arguments, asked again for the rest
+        named: StepDecision | None = None  # a usable call held because the user's words named another tool
         for attempt in (1, 2):
             try:
                 text, cut = await self._collect(turn, request, schema, plan.schemas)
@@ -824,6 +831,7 @@ class Agent:
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
             if found is not None and not found.answer and found.needs in state.named_told:
+                named = named or step
                 # The user's words named the tool (``_asked_by_name``): the repair offers it alone (with a read of
                 # its own in context, the 0.5B wrote the read again whatever else was offered; round 28).
                 offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
@@ -859,6 +867,10 @@ class Agent:
             # runs (a reminder at the time the user said is still the reminder asked for).
             log.info("call_contradicted_kept", tool=kept.call.name)
             return kept
+        if named is not None and named.call is not None:
+            # No usable call of the tool the user's words named: the model's own call runs, as it would have.
+            log.info("call_named_kept", tool=named.call.name)
+            return named
         state.force_answer = True
         state.undecided = True  # no usable call came (not a choice of none): ``_late_call``
         return StepDecision()

@@ -1877,6 +1877,34 @@ async def test_named_once_a_turn_a_read_after_the_helper_was_chosen_runs(agent_e
     assert sum(1 for r in agent_env.fake.chat_requests if agent_env.fake.schema_of(r)) == 1  # chosen again once
 
 
+async def test_no_usable_call_of_the_helper_named_and_the_models_read_runs(agent_env, settings) -> None:
+    """The 0.5B, told a helper was named, twice gave it the tool's own description as its task: the user got
+    Navi's fallback where its read had the answer. The read runs, as it would have."""
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    copied = "Hand a task to a helper agent (a subagent with a fresh context), which does it with its own tools"
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
+    constrained_call(agent_env.fake, "spawn_agent", task=copied)
+    constrained_call(agent_env.fake, "spawn_agent", task=copied)
+    agent_env.fake.script(text="The magic number is 6651.")
+    events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+    assert events[-1]["content"] == "The magic number is 6651."
+
+
+async def test_no_usable_helper_in_the_repair_and_the_read_it_held_runs(agent_env, settings) -> None:
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    copied = "Hand a task to a helper agent (a subagent with a fresh context), which does it with its own tools"
+    agent_env.fake.script(text='I would use the filesystem function with {"action": "read", "path": "facts.txt"}')
+    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
+    constrained_call(agent_env.fake, "spawn_agent", task=copied)
+    agent_env.fake.script(text="The magic number is 6651.")
+    events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+    assert events[-1]["content"] == "The magic number is 6651."
+
+
 async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_offered_too(agent_env, settings) -> None:
     """A call that needed its grammar (described in prose) is generated again among the tools it pointed at; told there
     that the user's words name a helper, the model can choose one: the grammar of the repair offers it."""
