@@ -192,23 +192,17 @@ def required_somewhere(parameters: Any) -> set[str]:
     return needed
 
 
-_NUMERIC = re.compile(r"[+-]?\d[\d:.,+\- ]*")  # a number written as a string: digits and signs, no letter
-
-
 def without_unsaid_options(arguments: dict[str, Any], parameters: Any, said: str) -> dict[str, Any]:
     """``arguments`` without the optional numbers (limits, offsets, caps) and optional choices (a value of an
     enumeration: a profile, a policy) whose value the user's words do not contain: each has a default. The
     grammar never offers the numbers (``grammar_parameters``); in its own calls the 0.5B model filled every
     one it read ("limit": 1 on a read returned the file's first line) and gave a helper the profile
-    "secretary", whose model was not there. A number written as a string (digits and signs, no letter: an
-    offset "+02:00", a code) counts as a number: the 1.5B gave reminders "in 3 minutes" the time zone of the
-    description's example, which would move one set for a clock time by hours."""
+    "secretary", whose model was not there."""
     props = parameters.get("properties") if isinstance(parameters, dict) else None
     if not isinstance(props, dict):
         return arguments
     needed = required_somewhere(parameters)
     numbers = set(re.findall(r"\d+", said))
-    said_numbers = {str(int(n)) for n in numbers}
     words = said.lower()
 
     def unsaid(name: str, value: Any) -> bool:
@@ -219,9 +213,6 @@ def without_unsaid_options(arguments: dict[str, Any], parameters: Any, said: str
             return str(value).removesuffix(".0") not in numbers
         if isinstance(prop.get("enum"), list) and value in prop["enum"] and isinstance(value, str):
             return value.lower() not in words  # one not offered is left to validation (the grammar's choice)
-        if prop.get("type") == "string" and isinstance(value, str) and _NUMERIC.fullmatch(value.strip()):
-            # Its numbers, as the user would write them ("+02:00" is "2" in "UTC+2"); zeros say nothing.
-            return any(str(int(n)) not in said_numbers for n in re.findall(r"\d+", value) if int(n))
         return False
 
     return {name: value for name, value in arguments.items() if not unsaid(name, value)}

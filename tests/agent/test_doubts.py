@@ -462,41 +462,6 @@ async def test_a_reminder_that_agrees_with_the_request_runs_as_written(agent_env
     assert (tool, args["when"], ok) == ("schedule_recall", soon, True)
 
 
-async def test_a_time_zone_nobody_said_is_left_out_of_a_reminder(agent_env) -> None:
-    """The 1.5B gave reminders set "in 3 minutes" the offset of the description's example ("+02:00"); for a clock
-    time it would move the reminder by hours. An offset the user said stays."""
-    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
-                                       timezone_offset="+02:00", additional_context_message="Remind the user to stretch."))
-    agent_env.fake.script(text="Reminder set: stretch in 3 minutes.")
-    events = await agent_env.run("Remind me in 3 minutes to stretch my legs.")
-    [(tool, args, ok)] = calls(events)
-    assert ok and "timezone_offset" not in args and args["when"] == "in 3 minutes"
-
-
-async def test_a_time_zone_the_user_said_stays_in_a_reminder(agent_env) -> None:
-    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="at 17:00",
-                                       timezone_offset="+02:00", additional_context_message="Remind the user to stretch."))
-    agent_env.fake.script(text="Reminder set for 17:00 your time.")
-    events = await agent_env.run("I'm on UTC+2: remind me at 17:00 to stretch my legs.")
-    [(tool, args, ok)] = calls(events)
-    assert ok and args["timezone_offset"] == "+02:00"
-
-
-def test_numbers_written_as_strings_count_as_numbers() -> None:
-    from agent.decide import without_unsaid_options
-
-    params = {"type": "object", "properties": {"zone": {"type": "string"}, "name": {"type": "string"},
-                                               "code": {"type": "string"}}, "required": ["name"]}
-    said = "Call it 4711 at 5 pm UTC-5."
-    assert without_unsaid_options({"name": "123", "zone": "+01:00", "code": "4711"}, params, said) == {
-        "name": "123", "code": "4711"}  # required stays; an invented offset goes; a number said stays
-    assert without_unsaid_options({"name": "x", "zone": "-05:00"}, params, said) == {"name": "x", "zone": "-05:00"}
-    assert without_unsaid_options({"name": "x", "zone": "+00:00", "code": "x7"}, params, said) == {
-        "name": "x", "zone": "+00:00", "code": "x7"}  # zeros say nothing; letters make it words
-
-
 def test_the_relative_times_a_request_says() -> None:
     assert said_times("Remind me in 3 minutes to stretch").once == (("in 3 minutes", 180),)
     assert said_times("Set a reminder for ten minutes from now").once == (("ten minutes from now", 600),)
