@@ -32,9 +32,9 @@ None of them looks at the wording of a request: they act on what the model did.
   a second guess, and it answers); an argument the words contradict by the tool's own grammar (a
   reminder "in 3 minutes" set for 17:00, or to run now) is set as the words say, when they say it
   exactly (the tool's ``fix``), else written again under the schema, told why; a read where the user's
-  words name another offered tool (``Tool.named_as``: "a subagent") is chosen again between the two,
-  once a turn (``loop._asked_by_name``); and for any tool, optional numbers (also written as strings,
-  "+02:00") and optional choices (enumerated values) the user did not say are left to their
+  words name another offered tool (``Tool.named_as``: "a subagent") is written again as a call of that
+  tool, once a turn, and runs if none usable comes (``loop._asked_by_name``); and for any tool, optional
+  numbers and optional choices (enumerated values) the user did not say are left to their
   defaults (``decide.without_unsaid_options``);
 - [answer_retry] after tools ran (successfully or not), an answer that is a refusal, empty, a tool
   call, or (a small model's, while nobody saw it yet) one of the user's messages repeated whole, is

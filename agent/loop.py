@@ -427,11 +427,15 @@ class Agent:
                 if again is STOPPED:
                     yield StreamStopped()
                     return
-                if again is ANSWER and contradicted and doubt is not None and doubt.needs in state.named_told:
+                if (again is ANSWER and contradicted and state.undecided and doubted is not None
+                        and doubt is not None and doubt.needs in state.named_told
+                        and not self._needs_constraint(call, decision, plan, turn, state)):
                     # No usable call of the tool the user's words named (the 0.5B copied its description as the
-                    # helper's task): the model's own call runs, as it would have (``_asked_by_name``).
-                    log.info("call_named_kept", tool=next((c.name for c in decision.calls), None))
+                    # helper's task): the model's own call runs, as it would have (``_asked_by_name``); only the
+                    # call that was doubted, and only one that is valid as written.
+                    log.info("call_named_kept", tool=doubted.name)
                     state.force_answer = state.undecided = False
+                    decision = dataclasses.replace(decision, calls=[doubted])
                     doubt = None
                 elif again is ANSWER:
                     continue  # no usable call: the next step answers (force_answer is set)
@@ -830,18 +834,19 @@ class Agent:
             told = (QUOTED.sub(" … ", contradicted[1]),) if contradicted is not None else ()
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
-            if found is not None and not found.answer and found.needs in state.named_told:
-                named = named or step
-                # The user's words named the tool (``_asked_by_name``): the repair offers it alone (with a read of
-                # its own in context, the 0.5B wrote the read again whatever else was offered; round 28).
-                offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
-                schema = call_schema(offered, none=none)
+            if found is not None and not found.answer and found.needs in state.named_told and attempt == 1:
+                named = step
+                if state.on("repair"):
+                    # The user's words named the tool (``_asked_by_name``): the repair offers it alone (with a read of
+                    # its own in context, the 0.5B wrote the read again whatever else was offered; round 28).
+                    offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
+                    schema = call_schema(offered, none=none)
             if found is not None and found.fix is not None and step.call is not None:
                 step, found = _refixed(step.call, found, doubt)
                 if found is None:
                     return step
                 kept = kept or step
-            if found is not None and not found.answer and attempt == 2 and step.call is not None:
+            if found is not None and not found.answer and attempt == 2 and step.call is not None and named is None:
                 # Told twice, the model still writes what the user's words contradict and nothing can fix: its
                 # call runs (a reminder whose instruction is its own words is still the reminder asked for).
                 log.info("call_contradicted_kept", tool=step.call.name, reason=found.reason[:300])

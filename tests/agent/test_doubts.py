@@ -1811,7 +1811,7 @@ def _facts(agent_env, settings) -> None:
 
 async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(agent_env, settings) -> None:
     """Both models read facts.txt themselves for "Hand facts.txt to a subagent and …": the user asked for a helper
-    and got none (rounds 26 and 27). The read is chosen again between the two tools, told why."""
+    and got none (rounds 26 and 27). The call is written again as one of the tool named, told why."""
     _facts(agent_env, settings)
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
@@ -1829,17 +1829,19 @@ async def test_a_read_where_the_user_asked_for_a_helper_by_name_gets_the_helper(
     assert "the user's words name 'sub-agent', which is the tool spawn_agent, so filesystem was not run" in told
 
 
-async def test_named_once_a_turn_a_read_after_the_helper_was_chosen_runs(agent_env, settings) -> None:
-    """Told once, what the model calls next in the turn runs (the doubt is given once a turn)."""
+async def test_a_mention_of_a_helper_costs_a_helper_doing_the_read(agent_env, settings) -> None:
+    """What the mechanism costs (round 28): a mention that is no request still gets the helper, whose tools read."""
     _facts(agent_env, settings)
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
     agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))
-    constrained_call(agent_env.fake, "spawn_agent", task="Say hello.")
-    agent_env.fake.script(text="Hello.")  # the helper
-    agent_env.fake.script(text="Your helper said hello.")
+    constrained_call(agent_env.fake, "spawn_agent", task="Read facts.txt and say what the magic number is.")
+    agent_env.fake.script(text=as_text("filesystem", action="read", path="facts.txt"))  # the helper reads
+    agent_env.fake.script(text="The magic number is 6651.")
+    agent_env.fake.script(text="The magic number is 6651.")
     events = await agent_env.run("Don't bother with a helper agent: read facts.txt and tell me the magic number.")
-    assert [e["tool"] for e in started(events)] == ["spawn_agent"]  # a mention costs a helper
+    assert [e["tool"] for e in started(events)][0] == "spawn_agent"
     assert sum(1 for r in agent_env.fake.chat_requests if agent_env.fake.schema_of(r)) == 1  # chosen again once
+    assert events[-1]["content"] == "The magic number is 6651."
 
 
 async def test_no_usable_call_of_the_helper_named_and_the_models_read_runs(agent_env, settings) -> None:
@@ -1870,7 +1872,20 @@ async def test_no_usable_helper_in_the_repair_and_the_read_it_held_runs(agent_en
     assert events[-1]["content"] == "The magic number is 6651."
 
 
-async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_offered_too(agent_env, settings) -> None:
+async def test_a_helper_of_one_word_in_the_repair_and_the_read_it_held_runs(agent_env, settings) -> None:
+    """The repair's call of the helper has a problem of its own, never told: the held read runs, not that helper."""
+    _facts(agent_env, settings)
+    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
+    agent_env.fake.script(text='I would use the filesystem function with {"action": "read", "path": "facts.txt"}')
+    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
+    constrained_call(agent_env.fake, "spawn_agent", task="get_magic_number")
+    agent_env.fake.script(text="The magic number is 6651.")
+    events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
+    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
+    assert events[-1]["content"] == "The magic number is 6651."
+
+
+async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_the_repairs_grammar(agent_env, settings) -> None:
     """A call that needed its grammar (described in prose) is generated again among the tools it pointed at; told there
     that the user's words name a helper, the model can choose one: the grammar of the repair offers it."""
     _facts(agent_env, settings)
