@@ -118,8 +118,8 @@ class ToolSet(Protocol):
         ...
 
     def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
-        """The tools of ``among`` that ``request`` (the user's words) asks for by name ("a subagent"), each with
-        the phrase that names it."""
+        """The tools of ``among`` that ``request`` (the user's words) names ("a subagent"), each with the words of
+        the request that name it."""
         ...
 
     def records(self, name: str, args: dict[str, Any]) -> bool:

@@ -59,8 +59,9 @@ class Tool(ABC):
     # marked as untrusted data for the model.
     untrusted_output: ClassVar[bool] = False
     # What people call this tool when they ask for it by name ("a subagent"): lower-case phrases of whole words,
-    # the tool's own names, never the wording of requests. A small model that does the job itself with a call that
-    # changes nothing, where the user's words ask for this tool so, is told and chooses again (``agent.loop``).
+    # the names its own description gives it, never the wording of requests. A small model that does the job itself
+    # with a call that changes nothing, where the user's words name this tool so, is told and made to call it, once
+    # a turn (``agent.loop._asked_by_name``).
     named_as: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
