@@ -12,7 +12,7 @@ import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import structlog
 from asgiref.sync import sync_to_async
@@ -416,11 +416,11 @@ class Agent:
                 if contradicted and doubt is not None:
                     log.info("call_contradicted", tool=doubted.name if doubted else None, reason=doubt.reason[:300])
                     if doubt.needs:
-                        state.advised.add(doubt.needs)  # the tool the user's words named (``_asked_by_name``)
-                if pointed:
-                    pointed = [*pointed, *sorted(state.advised - set(pointed))]
-                if contradicted and doubt is not None and doubt.needs in state.named_told:
+                        state.advised.add(doubt.needs)
+                if contradicted and _by_name(doubt, state):
                     pointed = [doubt.needs]  # the tool the user's words named, alone (see ``_decide``)
+                elif pointed:
+                    pointed = [*pointed, *sorted(state.advised - set(pointed))]
                 again = await self._decide_again(
                     turn, messages, plan, state, registry,
                     contradicted=(call.text, doubt.reason) if doubt and contradicted else None, tools=pointed)
@@ -428,8 +428,7 @@ class Agent:
                     yield StreamStopped()
                     return
                 if (again is ANSWER and contradicted and state.undecided and doubted is not None
-                        and doubt is not None and doubt.needs in state.named_told
-                        and not self._needs_constraint(call, decision, plan, turn, state)):
+                        and _by_name(doubt, state) and not self._needs_constraint(call, decision, plan, turn, state)):
                     # No usable call of the tool the user's words named (the 0.5B copied its description as the
                     # helper's task): the model's own call runs, as it would have (``_asked_by_name``); only the
                     # call that was doubted, and only one that is valid as written.
@@ -834,7 +833,7 @@ class Agent:
             told = (QUOTED.sub(" … ", contradicted[1]),) if contradicted is not None else ()
             step = parse_decision(text, plan.every, turn.goal, (*_steering(turn, state), *told))
             found = doubt(step.call) if step.call is not None and step.problem is None else None
-            if found is not None and not found.answer and found.needs in state.named_told and attempt == 1:
+            if _by_name(found, state) and attempt == 1:
                 named = step
                 if state.on("repair"):
                     # The user's words named the tool (``_asked_by_name``): the repair offers it alone (with a read of
@@ -1062,6 +1061,11 @@ def _asked_by_name(registry: ports.ToolSet, turn: Turn, state: LoopState, call: 
         return ports.Doubt(reason=f"the user's words name {said.strip()!r}, which is the tool {tool}, so "
                                   f"{call.name} was not run: call {tool} with what they asked for.", needs=tool)
     return None
+
+
+def _by_name(doubt: ports.Doubt | None, state: LoopState) -> TypeGuard[ports.Doubt]:
+    """``doubt`` is ``_asked_by_name``'s: the user's words named the tool it needs."""
+    return doubt is not None and not doubt.answer and doubt.needs in state.named_told
 
 
 def _said(turn: Turn, state: LoopState) -> str:

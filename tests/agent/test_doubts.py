@@ -1859,30 +1859,35 @@ async def test_no_usable_call_of_the_helper_named_and_the_models_read_runs(agent
     assert events[-1]["content"] == "The magic number is 6651."
 
 
-async def test_no_usable_helper_in_the_repair_and_the_read_it_held_runs(agent_env, settings) -> None:
+@pytest.mark.parametrize("task", [
+    "Hand a task to a helper agent (a subagent with a fresh context), which does it with its own tools",  # copied
+    "get_magic_number",  # one word: a problem of its own, never told
+])
+async def test_no_usable_helper_in_the_repair_and_the_read_it_held_runs(agent_env, settings, task) -> None:
     _facts(agent_env, settings)
     await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
-    copied = "Hand a task to a helper agent (a subagent with a fresh context), which does it with its own tools"
     agent_env.fake.script(text='I would use the filesystem function with {"action": "read", "path": "facts.txt"}')
     constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
-    constrained_call(agent_env.fake, "spawn_agent", task=copied)
+    constrained_call(agent_env.fake, "spawn_agent", task=task)
     agent_env.fake.script(text="The magic number is 6651.")
     events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
     assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
     assert events[-1]["content"] == "The magic number is 6651."
 
 
-async def test_a_helper_of_one_word_in_the_repair_and_the_read_it_held_runs(agent_env, settings) -> None:
-    """The repair's call of the helper has a problem of its own, never told: the held read runs, not that helper."""
-    _facts(agent_env, settings)
-    await constrained(agent_env, enabled_tools=["filesystem", "spawn_agent", "todo"])
-    agent_env.fake.script(text='I would use the filesystem function with {"action": "read", "path": "facts.txt"}')
-    constrained_call(agent_env.fake, "filesystem", action="read", path="facts.txt")
-    constrained_call(agent_env.fake, "spawn_agent", task="get_magic_number")
-    agent_env.fake.script(text="The magic number is 6651.")
-    events = await agent_env.run("Let a subagent read facts.txt and tell me the magic number.")
-    assert [(tool, ok) for tool, args, ok in calls(events)] == [("filesystem", True)]
-    assert events[-1]["content"] == "The magic number is 6651."
+def test_a_tool_whose_names_are_no_tuple_names_nothing() -> None:
+    """A user's tool that gives ``named_as`` as one string (matched letter by letter it would name any request) or
+    holds a non-string: named by nothing, and the turn goes on."""
+    from tools_app.base import Tool
+    from tools_app.registry import ToolRegistry
+
+    registry = ToolRegistry()  # its own: the odd tool stays out of every other test's registry
+    for bad in ("subagent", ("helper agent", 7), None):
+        tool = type("Odd", (Tool,), {"name": "odd_named", "description": "An odd tool.", "named_as": bad,
+                                     "execute": lambda self, params: None})()
+        registry.register_builtin(tool)
+        named = registry.named("Use a subagent, or a helper agent.", ["odd_named"])
+        assert named == ([("odd_named", "helper agent")] if isinstance(bad, tuple) else []), bad
 
 
 async def test_a_helper_named_where_the_grammar_offered_only_the_models_tool_is_the_repairs_grammar(agent_env, settings) -> None:
