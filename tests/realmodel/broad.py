@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 44 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 46 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -30,7 +30,8 @@ had read fresh14, and round 24 **fresh16** (phrasings 35 and 36, in ``FRESH16``)
 and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 had read fresh16, and round 26
 **fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17, and round 27
 **fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18, and round 28
-**fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19.
+**fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19, and round 29
+**fresh21** (phrasings 45 and 46, in ``FRESH21``) after round 28 had read fresh20.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -134,7 +135,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..43 (SPLIT)
+    phrasing: int  # 0..45 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -151,10 +152,10 @@ SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fr
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
          "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
-         "fresh19", "fresh19", "fresh20", "fresh20")  # by phrasing index
+         "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
           "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
-          "fresh20")
+          "fresh20", "fresh21")
 
 
 def _clock() -> float:
@@ -234,7 +235,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many sides does a square have?": ("4", "four"),
              # the twentieth fresh half (round 28)
              "Name the capital city of Egypt.": ("cairo",),
-             "How many days are there in the month of April?": ("30", "thirty")}
+             "How many days are there in the month of April?": ("30", "thirty"),
+             # the twenty-first fresh half (round 29)
+             "In which country would you find the city of Lisbon?": ("portugal",),
+             "How many hearts does an octopus have?": ("3", "three")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -931,8 +935,35 @@ FRESH20: dict[str, tuple[str, str]] = {
                  "Could a subagent look inside facts.txt for me? I need the magic number it contains."),
 }
 
+# Round 29's held-out phrasings: fresh20 was read after round 28 reported it, so these were written,
+# and run once with round 28's code, before round 29 changed anything.
+FRESH21: dict[str, tuple[str, str]] = {
+    "greeting": ("Evening, Navi. Hope your day went well?", "Hiya! Just dropping in to say hello."),
+    "plain_question": ("In which country would you find the city of Lisbon?", "How many hearts does an octopus have?"),
+    "date_time": ("Tell me today's weekday and date, would you?", "What's the exact time just now, to the minute?"),
+    "read_file": ("Open up project.txt; I'm looking for its codename.",
+                  "From project.txt, fetch me the codename, thanks."),
+    "file_question": ("Whose work is report.txt? Check the author line.",
+                      "I'd like to know the author listed inside report.txt."),
+    "write_file": ("Put milk, eggs and bread in a fresh file named shopping.txt, each item its own line.",
+                   "shopping.txt should be made now, holding milk then eggs then bread on separate lines."),
+    "note": ("Add to my notes: need to ring the plumber, invoice number {v}.",
+             "Take down this note - plumber, phone them, invoice {v}."),
+    "remember": ("For future reference, my server answers to the name {v}.",
+                 "Make a lasting note in memory: my server = {v}."),
+    "remind_once": ("Once 3 minutes are up, send word that it's time I stretched my legs.",
+                    "Give me a shout in 3 min so I remember to stretch my legs."),
+    "remind_every": ("Hourly, without end, I'd like a reminder to drink water.",
+                     "Water reminder please - one every hour, ongoing."),
+    "todo": ("Put two things on my to-do list: buy stamps first, then post the letter.",
+             "I have two errands for a todo list: buying stamps and posting the letter afterwards."),
+    "subagent": ("Dispatch a helper agent to go through facts.txt and report its magic number.",
+                 "I'd rather a subagent handled this: find the magic number written in facts.txt."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
-            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20,
+            FRESH21)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
