@@ -120,6 +120,9 @@ class LoopState:
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
     undecided: bool = False  # a constrained decision gave up: no usable call came, none was chosen
+    # Navi's own wording a doubt's fix put into a call's argument (``Doubt.fix``: a recall's instruction framed around
+    # the user's words), which an answer must not show as if it were one (``poor_answer``'s ``fixed``).
+    fixed_wording: list[str] = field(default_factory=list)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -298,7 +301,7 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
                 descriptions: Sequence[str] = (), request: str = "", asked: Sequence[str] = (),
-                streamed: str = "", files: Sequence[str] = ()) -> str | None:
+                streamed: str = "", files: Sequence[str] = (), fixed: Sequence[str] = ()) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
@@ -306,13 +309,16 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
     "The user's personal notes were added to long-term memory right away, so you know it in future
     conversations", from memory_save's). ``request``: the user's words of this turn, ``asked`` the same as
     messages. ``streamed``: what of ``text`` the user saw already (an echo of a message is judged only while
-    nobody saw it). ``files``: the files the user's message names (``named_files``)."""
+    nobody saw it). ``files``: the files the user's message names (``named_files``). ``fixed``: Navi's own wording that
+    a doubt's fix put into this turn's calls (``LoopState.fixed_wording``): after a reminder whose instruction Navi
+    framed around the user's words, the 0.5B answered with the instruction ("When due: remind the user of what they
+    asked, …"; fresh21, round 29); what the framing quotes is the user's, which an answer may say."""
     stripped = text.strip()
     if not stripped:
         return "empty"
     if len(stripped) < 300 and REFUSAL.match(stripped):
         return "a refusal"
-    if _echoes_instructions(stripped, _result_steering(this_turn)):
+    if _echoes_instructions(stripped, [*_result_steering(this_turn), *(QUOTED.sub(" … ", f) for f in fixed)]):
         return "Navi's own instruction repeated"
     if _names_a_guess(stripped, this_turn, request):
         return "Navi's note about a guessed path repeated"
@@ -431,6 +437,12 @@ def _copies_a_result(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     time question with "UTC: 2026-11-28T…", a read with the path, size and lines it read; round 12)."""
     opening = " ".join(text.split()).lower()
     return any(opening.startswith(first) for first in _result_openings(this_turn))
+
+
+def fixed_openers(fixed: Sequence[str]) -> tuple[str, ...]:
+    """How Navi's wording in this turn's fixed calls begins (``LoopState.fixed_wording``; lower case, as
+    ``StreamedCall`` compares), where it is long enough to be judged a copy: an answer that starts so is held."""
+    return tuple(" ".join(f.split()).lower()[:24] for f in fixed if len(_words_of(f)) >= _ECHO_WORDS)
 
 
 def result_openers(this_turn: Sequence[ChatMessage]) -> tuple[str, ...]:

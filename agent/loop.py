@@ -29,6 +29,7 @@ from agent.aids import (
     Decision,
     LoopState,
     asked,
+    fixed_openers,
     held_words,
     instruction_openers,
     interpret,
@@ -339,7 +340,8 @@ class Agent:
                                 hold_refusal=self._may_retry(turn, state) or self._may_reconsider(turn, state, allow),
                                 hold_openers=(*instruction_openers(),
                                               *(request_openers(asked(turn, state)) if state.small else ()),
-                                              *(result_openers(turn.history[state.start:]) if state.small else ())),
+                                              *(result_openers(turn.history[state.start:]) if state.small else ()),
+                                              *fixed_openers(state.fixed_wording)),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, bool(names), names) or _still_unread(turn, state)),
                                 hold_words=held_words(turn.history[state.start:], turn.named_files)
@@ -380,7 +382,7 @@ class Agent:
                                                                 for c in decision.calls])
             doubt = self._doubt(registry, turn, state, decision.calls, plan.callable)
             if doubt is not None and doubt.fix is not None:
-                decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
+                decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt, state))
                 # The fixed call is doubted again, for what the fix did not touch (a reminder whose time was set as
                 # the user said it, with an instruction taken from the memory block; round 21).
                 doubt = _left_after_fix(self._doubt(registry, turn, state, decision.calls, plan.callable))
@@ -644,7 +646,8 @@ class Agent:
         messages = asked(turn, state)
         return poor_answer(decision.content, turn.history[state.start:], small=state.small,
                            descriptions=[plan.description(n) for n in plan.callable], request="\n".join(messages),
-                           asked=messages, streamed=call.streamed_text, files=turn.named_files)
+                           asked=messages, streamed=call.streamed_text, files=turn.named_files,
+                           fixed=state.fixed_wording)
 
     @staticmethod
     def _may_reconsider(turn: Turn, state: LoopState, allow: bool) -> bool:
@@ -719,7 +722,7 @@ class Agent:
         # Only the tool's own doubt: ordered to answer, a read that runs beats Navi's fallback (``_asked_by_name``).
         doubt = self._doubt(registry, turn, state, [first], plan.callable, by_name=False)
         if doubt is not None and doubt.fix is not None:
-            first = _fixed([first], doubt)[0]
+            first = _fixed([first], doubt, state)[0]
             doubt = _left_after_fix(self._doubt(registry, turn, state, [first], plan.callable, by_name=False))
         if (doubt is not None or changes(first.name, first.arguments)
                 or argument_problem(first.arguments, plan.parameters(first.name),
@@ -841,7 +844,7 @@ class Agent:
                     offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
                     schema = call_schema(offered, none=none)
             if found is not None and found.fix is not None and step.call is not None:
-                step, found = _refixed(step.call, found, doubt)
+                step, found = _refixed(step.call, found, doubt, state)
                 if found is None:
                     return step
                 kept = kept or step
@@ -1136,11 +1139,11 @@ def _after_note(turn: Turn, state: LoopState) -> bool:
 
 
 def _refixed(call: ToolCallRequest, found: ports.Doubt, doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-             ) -> tuple[StepDecision, ports.Doubt | None]:
+             state: LoopState) -> tuple[StepDecision, ports.Doubt | None]:
     """A constrained ``call`` with the arguments its doubt fixes, and what the tool still says against the fixed call
     (``_left_after_fix``): an argument the fix did not touch may still contradict the user's words (the 0.5B's hourly reminder, its time fixed, had "Atlas is called
     atlas." from the memory block as its instruction; round 21)."""
-    fixed = _fixed([call], found)[0]
+    fixed = _fixed([call], found, state)[0]
     return StepDecision(call=fixed), _left_after_fix(doubt(fixed))
 
 
@@ -1150,11 +1153,12 @@ def _left_after_fix(doubt: ports.Doubt | None) -> ports.Doubt | None:
     return doubt if doubt is not None and doubt.fix is None and not doubt.answer else None
 
 
-def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:
+def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt, state: LoopState) -> list[ToolCallRequest]:
     """The calls with the first doubted one's arguments fixed as the user's words determine them (a key
-    fixed to None is left out)."""
+    fixed to None is left out). The fix's words are Navi's: kept in ``state`` (``LoopState.fixed_wording``)."""
     fix = doubt.fix or {}
     log.info("call_fixed", reason=doubt.reason[:300], fix=fix)
+    state.fixed_wording.extend(v for v in fix.values() if isinstance(v, str) and v.strip())
     out = list(calls)
     for i, call in enumerate(out):
         if not call.arguments_error:

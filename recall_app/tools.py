@@ -115,8 +115,21 @@ def _asked_instruction(request: str) -> str:
     text = re.sub(r"\s+([,.!?;:])", r"\1", " ".join(text.split())).strip(" ,.;:-")
     if len(_what_words(text)) < 2 or says_when(text):
         return ""
-    return (f'When due: remind the user of what they asked, "{text[:MAX_ASKED_CHARS]}" (this recall is that reminder; '
-            "set no other).")
+    return f"{ASKED_OPEN}{text[:MAX_ASKED_CHARS]}{ASKED_CLOSE}"
+
+
+# How Navi frames the user's words as a recall's instruction (``_asked_instruction``), and what the user reads of it.
+ASKED_OPEN = 'When due: remind the user of what they asked, "'
+ASKED_CLOSE = '" (this recall is that reminder; set no other).'
+
+
+def _for_the_user(instruction: str) -> str:
+    """A recall's instruction as the user may read it: where it is Navi's framing of their own words, those words (the
+    framing speaks to the model that runs the recall; round 29: the user read "When due: remind the user of what they
+    asked, …" as the answer)."""
+    if instruction.startswith(ASKED_OPEN) and instruction.endswith(ASKED_CLOSE):
+        return f'a reminder of what you asked, "{instruction[len(ASKED_OPEN):-len(ASKED_CLOSE)]}"'
+    return instruction
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
@@ -155,7 +168,7 @@ def _said(recall: Recall) -> str:
         when = "as soon as this conversation is idle"
     elif recall.interval_seconds:
         when += f", then every {services.interval_words(recall.interval_seconds)}"
-    what = " ".join(recall.additional_context_message.split())
+    what = _for_the_user(" ".join(recall.additional_context_message.split()))
     return f"Scheduled {when}: {what[:200] + ('…' if len(what) > 200 else '')}"
 
 

@@ -315,6 +315,28 @@ async def test_a_reminder_time_the_request_contradicts_is_set_as_the_user_said_i
     assert events[-1]["content"] == "I'll remind you to stretch in 3 minutes."
 
 
+async def test_an_answer_that_shows_the_instruction_navi_framed_is_asked_for_again(agent_env) -> None:
+    # After a reminder whose empty instruction Navi framed around the user's words, the 0.5B answered with the
+    # instruction itself ("When due: remind the user of what they asked, …"; fresh21, round 29).
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
+                                       additional_context_message=""))
+    framed = _asked("send word that it's time I stretched my legs")
+    agent_env.fake.script(text=framed)
+    agent_env.fake.script(text="In 3 minutes I'll tell you it's time to stretch your legs.")
+    events = await agent_env.run("Once 3 minutes are up, send word that it's time I stretched my legs.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["additional_context_message"], ok) == ("schedule_recall", framed, True)
+    assert framed not in shown(events)
+    assert events[-1]["content"] == "In 3 minutes I'll tell you it's time to stretch your legs."
+    # The user's own words, which the framing quotes, are an answer's to say.
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
+                                       additional_context_message=""))
+    agent_env.fake.script(text="Sure: in 3 minutes, send word that it's time I stretched my legs.")
+    events = await agent_env.run("Once 3 minutes are up, send word that it's time I stretched my legs.")
+    assert events[-1]["content"] == "Sure: in 3 minutes, send word that it's time I stretched my legs."
+
+
 async def test_a_reminder_set_to_run_now_for_a_later_time_is_set_for_that_time(agent_env) -> None:
     await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
     agent_env.fake.script(text=as_text("schedule_recall", call_type="immediate",

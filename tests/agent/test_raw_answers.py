@@ -58,6 +58,10 @@ async def test_a_second_copy_is_replaced_by_what_was_done_in_words(agent_env, se
      r"It is \d\d:\d\d on \w+day, \d+ \w+ 20\d\d UTC\. In Tokyo it is \d\d:\d\d on \w+day, \d+ \w+ 20\d\d\.\Z"),
     ("schedule_recall", {"call_type": "once", "when": "in 10 minutes", "additional_context_message": "Tell the user to stretch."},
      "Remind me in 10 minutes to stretch.", r"Scheduled in 10 minutes \(\d\d:\d\d UTC\): Tell the user to stretch\.\Z"),
+    # An instruction Navi framed around the user's words (the model left it empty) is read as those words.
+    ("schedule_recall", {"call_type": "once", "when": "in 10 minutes", "additional_context_message": ""},
+     "In 10 minutes check whether the oven is off.",
+     r'Scheduled in 10 minutes \(\d\d:\d\d UTC\): a reminder of what you asked, "check whether the oven is off"\Z'),
 ])
 async def test_with_no_answer_in_words_the_user_reads_the_tools_own_words(bundled, tool, args, request_text,
                                                                            said) -> None:
