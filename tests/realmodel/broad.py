@@ -85,6 +85,33 @@ def answered(t: Turn) -> str | None:
     copied = copied_result(t)
     if copied:
         return f"a tool's output copied ({copied[:60]!r})"
+    told = instruction_shown(t)
+    if told:
+        return f"an instruction meant for the model shown ({told!r})"
+    return None
+
+
+INSTRUCTION_WORDS = 7  # this many words in a row of an instruction, shown as the answer: the instruction is shown
+
+
+def instruction_shown(t: Turn) -> str | None:
+    """Seven words in a row of a call's argument that speaks of "the user" (an instruction for a model: a recall's,
+    a helper's task), which the user's message does not say: words meant for the model, shown as the answer (from
+    round 29: the 0.5B answered a reminder with its instruction, "When due: remind the user of what they asked,
+    …", and passed)."""
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower())
+
+    shown, said = f" {' '.join(words(t.final))} ", f" {' '.join(words(t.asked))} "
+    for call in t.calls():
+        for value in (call.get("args") or {}).values():
+            if not isinstance(value, str) or not re.search(r"\bthe user\b", value, re.IGNORECASE):
+                continue
+            w = words(value)
+            for i in range(len(w) - INSTRUCTION_WORDS + 1):
+                run = f" {' '.join(w[i:i + INSTRUCTION_WORDS])} "
+                if run in shown and run not in said:
+                    return run.strip()
     return None
 
 

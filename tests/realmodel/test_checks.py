@@ -40,3 +40,20 @@ def test_an_approval_card_for_what_the_task_never_needs_fails_the_task() -> None
     outcome = _done(0.0, True, "ok", asked)
     assert not outcome.ok and outcome.core_ok
     assert "asked to approve filesystem" in outcome.detail and "water.txt" in outcome.detail
+
+
+def test_an_instruction_for_the_model_shown_as_the_answer_is_no_answer() -> None:
+    # The 0.5B answered a reminder with its instruction, Navi's framing and all, and passed (fresh21, round 29).
+    asked = "Once 3 minutes are up, send word that it's time I stretched my legs."
+    instruction = ('When due: remind the user of what they asked, "send word that it\'s time I stretched my legs" '
+                   "(this recall is that reminder; set no other).")
+    call = {"type": "tool_call", "tool": "schedule_recall", "success": True, "result": "Recall scheduled",
+            "args": {"call_type": "once", "when": "in 3 minutes", "additional_context_message": instruction}}
+
+    def shown(answer: str) -> Turn:
+        return Turn(events=[call, *_turn(asked, answer).events], seconds=1.0, asked=asked)
+
+    assert answered(shown(instruction)).startswith("an instruction meant for the model shown")
+    # The user's own words, which the instruction quotes, and an answer about the reminder are answers.
+    assert answered(shown("Sure: in 3 minutes, send word that it's time I stretched my legs.")) is None
+    assert answered(shown("In 3 minutes I'll remind you that it's time to stretch your legs.")) is None
