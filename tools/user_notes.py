@@ -20,7 +20,6 @@ from tools_app.base import (
     ToolResult,
     content_words,
     kept_not_scheduled,
-    named_in,
     takes_a_word,
     the_question,
     the_whole_message,
@@ -36,8 +35,6 @@ description = (
     "asks you to note something down or to look up something they noted."
 )
 records = True  # notes are words kept: a note naming a file has not read it (tools_app.loader)
-# What the tool keeps, as its description names it: a message that says it asks for one, whatever else it says.
-KEEPS = "note"
 parameters = {
     "type": "object",
     "properties": {
@@ -146,16 +143,14 @@ def doubt(params: dict, request: str) -> Doubt | None:
     """A note that is the user's question itself (``the_question``) is nothing they asked to keep; nor, held
     loosely, is a note that takes no word or number of the user's words, as with a fact or a todo list: the
     1.5B noted "Hello! I'm here to help." for "Hi there! Hope all is well." (round 18); nor, loosely, a note
-    that is the user's whole message (``the_whole_message``: no word of it is left to ask for a note; round 19),
-    unless that message names a note itself ("Take down this note - plumber, phone them, invoice 6870.", noted whole
-    by the 0.5B and doubted in round 29: the request for the note is in it, and the user got Navi's fallback).
+    that is the user's whole message (``the_whole_message``: no word of it is left to ask for a note; round 19).
     Advisory: a note of something said in an earlier message ("Note that down.") is added when the call is made
     again. Loosely too, a note for a request that says when something is to happen ("in 3 minutes", "hourly":
     ``kept_not_scheduled``)."""
     text = str(params.get("text") or "") if params.get("action") == "add" else ""
     if the_question(text, request):
         return Doubt(reason=QUESTION_STORED.format(what=f"The note {text[:160]!r}"), answer=True)
-    if text and the_whole_message(text, request) and not named_in(KEEPS, request):
+    if text and the_whole_message(text, request):
         return Doubt(reason=f"the note {text[:120]!r} is the user's whole message ({request[:160]!r}), and nothing in "
                             "it asks for a note, so it was not added. Note only what the user asks you to note; "
                             "otherwise answer them.",

@@ -185,17 +185,6 @@ def _stems(text: str) -> set[str]:
     return {w if w.isdigit() else w[:4] for w in content_words(text)}
 
 
-def named_in(phrase: str, request: str) -> str | None:
-    """The words of ``request`` that say ``phrase``: whole words, in any case, singular or plural, written apart,
-    hyphenated or as one ("sub agent", "sub-agents", "Subagent"), and not part of a file name, a path or an
-    address ("subagent.py", "docs/subagent/", "https://x/subagent")."""
-    words = [re.escape(w) for w in re.split(r"[\s-]+", phrase.strip()) if w]
-    if not words:
-        return None
-    found = re.search(r"(?<![\w/.\\-])" + r"[\s-]*".join(words) + r"s?(?![\w-]|[./\\]\w)", request, re.IGNORECASE)
-    return found.group(0) if found else None
-
-
 def the_whole_message(value: str, request: str) -> bool:
     """``value`` (what a call would keep: a note, one todo step) takes every word of what the user said in this
     turn (``request``; words as ``takes_a_word`` compares them): the whole request is kept, so no word of it is

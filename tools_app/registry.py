@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +25,7 @@ from django.conf import settings
 from agent.ctx import current_profile, current_session_id, current_user_role
 from agent.ports import Doubt
 from tools_app import execution
-from tools_app.base import Tool, ToolError, ToolResult, ToolSource, named_in
+from tools_app.base import Tool, ToolError, ToolResult, ToolSource
 from tools_app.loader import LoadError, UserToolLoader
 from tools_app.mcp_client import McpManager, ServerStatus
 from tools_app.selectors import allows_non_staff, atool_configs, is_enabled_globally
@@ -311,7 +312,7 @@ class ToolRegistry:
             if not isinstance(names, tuple | list):
                 log.warning("tool_named_as_invalid", tool=name)  # a string would match letter by letter
                 continue
-            said = next((m for p in names if isinstance(p, str) and (m := named_in(p, request))), None)
+            said = next((m for p in names if isinstance(p, str) and (m := _named_in(p, request))), None)
             if said is not None:
                 found.append((name, said))
         return found
@@ -460,3 +461,13 @@ def reset_registry() -> None:
     with _default_lock:
         _default = None
 
+
+def _named_in(phrase: str, request: str) -> str | None:
+    """The words of ``request`` that say ``phrase``: whole words, in any case, singular or plural, written apart,
+    hyphenated or as one ("sub agent", "sub-agents", "Subagent"), and not part of a file name, a path or an
+    address ("subagent.py", "docs/subagent/", "https://x/subagent")."""
+    words = [re.escape(w) for w in re.split(r"[\s-]+", phrase.strip()) if w]
+    if not words:
+        return None
+    found = re.search(r"(?<![\w/.\\-])" + r"[\s-]*".join(words) + r"s?(?![\w-]|[./\\]\w)", request, re.IGNORECASE)
+    return found.group(0) if found else None

@@ -1515,23 +1515,6 @@ async def test_a_greeting_noted_whole_is_not_added_and_the_model_answers(bundled
     assert events[-1]["content"] == "Hi! Good to be here. What can I do for you?"
 
 
-async def test_a_message_that_names_a_note_noted_whole_is_added(bundled, settings) -> None:
-    # The 0.5B noted "Take down this note - plumber, phone them, invoice 6870." whole (fresh21, round 29): the
-    # message asks for a note in so many words, so the note is what was asked, its wording the model's affair.
-    from tools.user_notes import KEEPS, description
-
-    assert KEEPS in description
-    agent_env = bundled
-    await constrained(agent_env, enabled_tools=["user_notes", "todo"])
-    asked = "Take down this note - plumber, phone them, invoice 6870."
-    agent_env.fake.script(text=as_text("user_notes", action="add", text=asked))
-    agent_env.fake.script(text="I noted that you need to phone the plumber about invoice 6870.")
-    events = await agent_env.run(asked)
-    assert [(tool, ok) for tool, _args, ok in calls(events)] == [("user_notes", True)]
-    assert _note_texts(settings) == [asked]
-    assert events[-1]["content"] == "I noted that you need to phone the plumber about invoice 6870."
-
-
 async def test_a_request_listed_whole_as_a_todo_step_is_not_set(bundled, settings) -> None:
     # The 0.5B listed "Write my shopping list to shopping.txt: milk, eggs, bread." as a todo step (round 19).
     agent_env = bundled
