@@ -120,8 +120,8 @@ class LoopState:
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
     undecided: bool = False  # a constrained decision gave up: no usable call came, none was chosen
-    # Navi's own wording a doubt's fix put into a call's argument (``Doubt.fix``: a recall's instruction framed around
-    # the user's words), which an answer must not show as if it were one (``poor_answer``'s ``fixed``).
+    # The tool's own words a doubt's fix put around the user's in a call's argument (``Doubt.framing``: a recall's
+    # instruction framed around the user's words), which an answer must not show (``poor_answer``'s ``fixed``).
     fixed_wording: list[str] = field(default_factory=list)
 
     def on(self, aid: str) -> bool:
@@ -309,16 +309,17 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
     "The user's personal notes were added to long-term memory right away, so you know it in future
     conversations", from memory_save's). ``request``: the user's words of this turn, ``asked`` the same as
     messages. ``streamed``: what of ``text`` the user saw already (an echo of a message is judged only while
-    nobody saw it). ``files``: the files the user's message names (``named_files``). ``fixed``: Navi's own wording that
-    a doubt's fix put into this turn's calls (``LoopState.fixed_wording``): after a reminder whose instruction Navi
-    framed around the user's words, the 0.5B answered with the instruction ("When due: remind the user of what they
-    asked, …"; fresh21, round 29); what the framing quotes is the user's, which an answer may say."""
+    nobody saw it). ``files``: the files the user's message names (``named_files``). ``fixed``: the tools' own words
+    that doubts' fixes put around the user's in this turn's calls (``LoopState.fixed_wording``, ``Doubt.framing``):
+    after a reminder whose instruction Navi framed around the user's words, the 0.5B answered with the instruction
+    ("When due: remind the user of what they asked, …"; fresh21, round 29). Only the framing: what it holds is the
+    user's, which an answer may say."""
     stripped = text.strip()
     if not stripped:
         return "empty"
     if len(stripped) < 300 and REFUSAL.match(stripped):
         return "a refusal"
-    if _echoes_instructions(stripped, [*_result_steering(this_turn), *(QUOTED.sub(" … ", f) for f in fixed)]):
+    if _echoes_instructions(stripped, [*_result_steering(this_turn), *fixed]):
         return "Navi's own instruction repeated"
     if _names_a_guess(stripped, this_turn, request):
         return "Navi's note about a guessed path repeated"
@@ -440,8 +441,9 @@ def _copies_a_result(text: str, this_turn: Sequence[ChatMessage]) -> bool:
 
 
 def fixed_openers(fixed: Sequence[str]) -> tuple[str, ...]:
-    """How Navi's wording in this turn's fixed calls begins (``LoopState.fixed_wording``; lower case, as
-    ``StreamedCall`` compares), where it is long enough to be judged a copy: an answer that starts so is held."""
+    """How the tools' own words in this turn's fixed calls begin (``LoopState.fixed_wording``; lower case, as
+    ``StreamedCall`` compares), where long enough to be judged a copy: an answer that starts so is held where
+    answers are held at all (``StreamedCall``'s ``hold_refusal``: once tools ran or Navi spoke in the turn)."""
     return tuple(" ".join(f.split()).lower()[:24] for f in fixed if len(_words_of(f)) >= _ECHO_WORDS)
 
 

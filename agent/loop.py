@@ -1155,10 +1155,11 @@ def _left_after_fix(doubt: ports.Doubt | None) -> ports.Doubt | None:
 
 def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt, state: LoopState) -> list[ToolCallRequest]:
     """The calls with the first doubted one's arguments fixed as the user's words determine them (a key
-    fixed to None is left out). The fix's words are Navi's: kept in ``state`` (``LoopState.fixed_wording``)."""
+    fixed to None is left out). The tool's own words around the user's in the fix (``Doubt.framing``) are kept in
+    ``state`` (``LoopState.fixed_wording``): an answer must not show them."""
     fix = doubt.fix or {}
     log.info("call_fixed", reason=doubt.reason[:300], fix=fix)
-    state.fixed_wording.extend(v for v in fix.values() if isinstance(v, str) and v.strip())
+    state.fixed_wording.extend(f for f in doubt.framing if isinstance(f, str) and f.strip())
     out = list(calls)
     for i, call in enumerate(out):
         if not call.arguments_error:

@@ -74,7 +74,9 @@ class Doubt:
     told once, a model that makes a call of the same tool again has it run.
     ``again``: of an ``answer`` doubt, whether another call of the tool could serve the request; False when the
     tool has nothing for it (a guessed look in a folder that holds nothing): the model's next call of it is
-    not made, and it chooses among the other tools, or none (``agent.loop``)."""
+    not made, and it chooses among the other tools, or none (``agent.loop``).
+    ``framing``: words of the tool's own that ``fix`` puts around the user's (a recall's instruction: "When due:
+    remind the user of what they asked, "…""), meant for a model: an answer must not show them (``agent.aids``)."""
 
     reason: str
     answer: bool = False
@@ -82,6 +84,7 @@ class Doubt:
     repeated_runs: bool = False
     again: bool = True
     needs: str = ""  # a tool the doubt's advice names: where the turn cannot call it, the doubt is not made
+    framing: tuple[str, ...] = ()
 
 
 class ToolSet(Protocol):

@@ -121,6 +121,7 @@ def _asked_instruction(request: str) -> str:
 # How Navi frames the user's words as a recall's instruction (``_asked_instruction``), and what the user reads of it.
 ASKED_OPEN = 'When due: remind the user of what they asked, "'
 ASKED_CLOSE = '" (this recall is that reminder; set no other).'
+ASKED_FRAMING = (ASKED_OPEN, ASKED_CLOSE)  # ``Doubt.framing``: Navi's words, for the model that runs the recall
 
 
 def _for_the_user(instruction: str) -> str:
@@ -252,7 +253,7 @@ class ScheduleRecallTool(Tool):
             if own and timing.fix is not None:
                 return Doubt(reason=f"{timing.reason}; and the instruction {instruction[:120]!r} says nothing of what "
                                     "they asked for: it is their own words now",
-                             fix={**timing.fix, "additional_context_message": own})
+                             fix={**timing.fix, "additional_context_message": own}, framing=ASKED_FRAMING)
             return timing
         kind = str(params.get("call_type") or "").strip().lower()
         if kind in ("once", "recurring") and request.strip() and not says_when(request):
@@ -271,7 +272,7 @@ class ScheduleRecallTool(Tool):
         if own:
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): it is their own words now",
-                         fix={"additional_context_message": own})
+                         fix={"additional_context_message": own}, framing=ASKED_FRAMING)
         if not taken or (none_of_its_own and instruction.strip()):
             # No word of the request, or a copy of Navi's words the user's cannot replace (a request of one word of
             # what: "Remind me to stretch in 10 minutes"; the review, round 26): the model writes it.

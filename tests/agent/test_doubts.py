@@ -329,12 +329,27 @@ async def test_an_answer_that_shows_the_instruction_navi_framed_is_asked_for_aga
     assert (tool, args["additional_context_message"], ok) == ("schedule_recall", framed, True)
     assert framed not in shown(events)
     assert events[-1]["content"] == "In 3 minutes I'll tell you it's time to stretch your legs."
-    # The user's own words, which the framing quotes, are an answer's to say.
-    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="in 3 minutes",
-                                       additional_context_message=""))
-    agent_env.fake.script(text="Sure: in 3 minutes, send word that it's time I stretched my legs.")
-    events = await agent_env.run("Once 3 minutes are up, send word that it's time I stretched my legs.")
-    assert events[-1]["content"] == "Sure: in 3 minutes, send word that it's time I stretched my legs."
+
+
+@pytest.mark.parametrize(("asked", "when", "answer"), [
+    # The user's own words, which the framing quotes, are an answer's to say; so is the time the fix set as they
+    # said it; and words of theirs in quotes inside the framing (the review).
+    ("Once 3 minutes are up, send word that it's time I stretched my legs.", "in 3 minutes",
+     "Sure: in 3 minutes, send word that it's time I stretched my legs."),
+    ('In 5 minutes remind me to read "Dune" chapter 3 and then call the user group about it.', "in 5 minutes",
+     "In 5 minutes."),
+    ('In 5 minutes remind me to read "Dune" chapter 3 and then call the user group about it.', "in 5 minutes",
+     "Sure, I'll remind you to read Dune chapter 3 and then call the user group about it."),
+])
+async def test_only_the_framing_navi_put_around_the_users_words_is_no_answer(agent_env, asked, when, answer) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when="300", additional_context_message=""))
+    agent_env.fake.script(text=answer)
+    events = await agent_env.run(asked)
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], ok) == ("schedule_recall", when, True)
+    assert args["additional_context_message"].startswith("When due: remind the user of what they asked")
+    assert events[-1]["content"] == answer == shown(events)
 
 
 async def test_a_reminder_set_to_run_now_for_a_later_time_is_set_for_that_time(agent_env) -> None:
