@@ -92,25 +92,26 @@ def answered(t: Turn) -> str | None:
 
 
 INSTRUCTION_WORDS = 7  # this many words in a row of an instruction, shown as the answer: the instruction is shown
+# The arguments that are instructions for a model (what a recall's run or a helper reads), by tool.
+INSTRUCTIONS = {"schedule_recall": ("additional_context_message",), "spawn_agent": ("task",)}
 
 
 def instruction_shown(t: Turn) -> str | None:
-    """Seven words in a row of a call's argument that speaks of "the user" (an instruction for a model: a recall's,
-    a helper's task), which the user's message does not say: words meant for the model, shown as the answer (from
-    round 29: the 0.5B answered a reminder with its instruction, "When due: remind the user of what they asked,
-    …", and passed)."""
+    """Seven words in a row of an instruction for a model (``INSTRUCTIONS``: a recall's, a helper's task), speaking of
+    "the user", that the user's message does not say: an instruction shown as the answer (from round 29: the 0.5B
+    answered a reminder with its instruction, "When due: remind the user of what they asked, …", and passed). An
+    answer that quotes what was written for the user (a file, a note) is one."""
     def words(text: str) -> list[str]:
         return re.findall(r"[a-z0-9']+", text.lower())
 
     shown, said = f" {' '.join(words(t.final))} ", f" {' '.join(words(t.asked))} "
     for call in t.calls():
-        for value in (call.get("args") or {}).values():
-            if not isinstance(value, str) or not re.search(r"\bthe user\b", value, re.IGNORECASE):
-                continue
-            w = words(value)
+        args = call.get("args") or {}
+        for value in (args.get(key) for key in INSTRUCTIONS.get(call["tool"], ())):
+            w = words(value) if isinstance(value, str) else []
             for i in range(len(w) - INSTRUCTION_WORDS + 1):
                 run = f" {' '.join(w[i:i + INSTRUCTION_WORDS])} "
-                if run in shown and run not in said:
+                if run in shown and run not in said and re.search(r" the user(?:'s)? ", run):
                     return run.strip()
     return None
 

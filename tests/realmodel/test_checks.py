@@ -57,3 +57,10 @@ def test_an_instruction_for_the_model_shown_as_the_answer_is_no_answer() -> None
     # The user's own words, which the instruction quotes, and an answer about the reminder are answers.
     assert answered(shown("Sure: in 3 minutes, send word that it's time I stretched my legs.")) is None
     assert answered(shown("In 3 minutes I'll remind you that it's time to stretch your legs.")) is None
+    # What was written for the user, quoted, is an answer, whatever it says of "the user" (the review).
+    guide = "Step one: the user opens the settings page and chooses a new password."
+    wrote = {"type": "tool_call", "tool": "filesystem", "success": True, "result": "Wrote guide.txt",
+             "args": {"action": "write", "path": "guide.txt", "content": guide}}
+    quoted = Turn(events=[wrote, *_turn("Write a one-line password guide to guide.txt.", f"I wrote: {guide}").events],
+                  seconds=1.0, asked="Write a one-line password guide to guide.txt.")
+    assert answered(quoted) is None
