@@ -128,9 +128,15 @@ def _for_the_user(instruction: str) -> str:
     """A recall's instruction as the user may read it: where it is Navi's framing of their own words, those words (the
     framing speaks to the model that runs the recall; round 29: the user read "When due: remind the user of what they
     asked, …" as the answer)."""
+    asked = _asked_words(instruction)
+    return instruction if asked is None else f'a reminder of what you asked, "{asked}"'
+
+
+def _asked_words(instruction: str) -> str | None:
+    """The user's words of an instruction Navi framed (``_asked_instruction``), or None for any other instruction."""
     if instruction.startswith(ASKED_OPEN) and instruction.endswith(ASKED_CLOSE):
-        return f'a reminder of what you asked, "{instruction[len(ASKED_OPEN):-len(ASKED_CLOSE)]}"'
-    return instruction
+        return instruction[len(ASKED_OPEN):-len(ASKED_CLOSE)]
+    return None
 
 
 # A request that also names a clock time or a day: its times are the model's to combine.
@@ -158,6 +164,11 @@ def _confirm(recall: Recall) -> str:
     # answer is replaced by the honest summary, and "recurring recall <id> every 1 hour" alone does not say
     # it is the reminder to drink water.
     what = " ".join(recall.additional_context_message.split())
+    asked = _asked_words(what)
+    if asked is not None:
+        # Navi's framing of the user's words is for the run when the recall fires; shown it here, both models quoted
+        # it to the user as the reminder ("The reminder is set to "When due: remind the user of …"", round 29).
+        return f"Recall scheduled: {line}. Reminder: \"{asked[:200] + ('…' if len(asked) > 200 else '')}\""
     return f"Recall scheduled: {line}. Instruction: {what[:200] + ('…' if len(what) > 200 else '')}"
 
 

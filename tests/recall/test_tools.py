@@ -52,6 +52,18 @@ def test_schedule_confirms_with_iso_and_relative_time(in_session) -> None:
     assert result.output.endswith(f"Instruction: {' '.join(GOOD.split())}")
 
 
+def test_an_instruction_navi_framed_confirms_as_the_users_words(in_session) -> None:
+    # Shown "Instruction: When due: remind the user of what they asked, …", both models quoted the framing to the
+    # user as the reminder (round 29): the model reads the user's words, the recall keeps the framing for its run.
+    from recall_app.tools import ASKED_CLOSE, ASKED_OPEN
+
+    framed = f"{ASKED_OPEN}ping me to stretch my legs{ASKED_CLOSE}"
+    result = call(ScheduleRecallTool(), call_type="once", when="3m", additional_context_message=framed)
+    assert result.success and result.output.endswith('(in 3 minutes), status pending. Reminder: "ping me to stretch my legs"')
+    assert "When due" not in result.output
+    assert Recall.objects.get(session=in_session).additional_context_message == framed
+
+
 def test_schedule_recurring_mentions_the_interval(in_session) -> None:
     result = call(ScheduleRecallTool(), call_type="recurring", when="5m", interval_seconds=300,
                   additional_context_message=GOOD)
