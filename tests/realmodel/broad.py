@@ -5,7 +5,8 @@ reading, asking about and writing files, notes, todo, subagents, greetings and p
 Success is judged by what the user sees and what was stored: a correct side effect with an
 answer that refuses, is empty, or shows a raw call, is a failure (``answered``), and so is one
 that does not say what was done (``says``, from round 5), and so is one that opens with a tool's output
-copied (``copied_result``, from round 13). A date asked for and answered right from the date the prompt
+copied (``copied_result``, from round 13), and so is one that shows an instruction meant for a model
+(``instruction_shown``, from round 29). A date asked for and answered right from the date the prompt
 carries needs no clock call (from round 13).
 
 **The dev/test split is fixed here** (``SPLIT``: the first two phrasings of every intent are
