@@ -120,9 +120,9 @@ class LoopState:
     unread_told: bool = False  # told that an answer was about a named file nobody read (``named_files``)
     looks: int = 0  # steps in a row whose results only looked (``agent.ports.LOOKUP``)
     undecided: bool = False  # a constrained decision gave up: no usable call came, none was chosen
-    # The tool's own words a doubt's fix put around the user's in a call's argument (``Doubt.framing``: a recall's
-    # instruction framed around the user's words), which an answer must not show (``poor_answer``'s ``fixed``).
-    fixed_wording: list[str] = field(default_factory=list)
+    # The tools' own words around the user's in arguments meant for a model (``ToolSet.framing``: a recall's
+    # instruction framed around the user's words), which an answer must not show (``poor_answer``'s ``framing``).
+    framing: list[str] = field(default_factory=list)
 
     def on(self, aid: str) -> bool:
         return self.aids and aid not in self.off
@@ -301,7 +301,7 @@ def results(this_turn: Sequence[ChatMessage]) -> list[ChatMessage]:
 
 def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool = False,
                 descriptions: Sequence[str] = (), request: str = "", asked: Sequence[str] = (),
-                streamed: str = "", files: Sequence[str] = (), fixed: Sequence[str] = ()) -> str | None:
+                streamed: str = "", files: Sequence[str] = (), framing: Sequence[str] = ()) -> str | None:
     """Why ``text`` is no answer for the user after tools did their work (None: it is one).
     ``this_turn``: the turn's messages, whose tool results carry Navi's own wording too. ``small``: a
     model that does not call tools natively, whose short answer must also say something of what was done
@@ -309,17 +309,17 @@ def poor_answer(text: str, this_turn: Sequence[ChatMessage] = (), *, small: bool
     "The user's personal notes were added to long-term memory right away, so you know it in future
     conversations", from memory_save's). ``request``: the user's words of this turn, ``asked`` the same as
     messages. ``streamed``: what of ``text`` the user saw already (an echo of a message is judged only while
-    nobody saw it). ``files``: the files the user's message names (``named_files``). ``fixed``: the tools' own words
-    that doubts' fixes put around the user's in this turn's calls (``LoopState.fixed_wording``, ``Doubt.framing``):
-    after a reminder whose instruction Navi framed around the user's words, the 0.5B answered with the instruction
-    ("When due: remind the user of what they asked, …"; fresh21, round 29). Only the framing: what it holds is the
-    user's, which an answer may say."""
+    nobody saw it). ``files``: the files the user's message names (``named_files``). ``framing``: the tools' own words
+    around the user's in arguments meant for a model (``ToolSet.framing``): after a reminder whose instruction Navi
+    framed around the user's words, the 0.5B answered with the instruction ("When due: remind the user of what they
+    asked, …"; fresh21, round 29); seven of them in a row in an answer are Navi's wording shown. Only the framing:
+    what it holds is the user's, which an answer may say."""
     stripped = text.strip()
     if not stripped:
         return "empty"
     if len(stripped) < 300 and REFUSAL.match(stripped):
         return "a refusal"
-    if _echoes_instructions(stripped, [*_result_steering(this_turn), *fixed]):
+    if _echoes_instructions(stripped, [*_result_steering(this_turn), *framing]):
         return "Navi's own instruction repeated"
     if _names_a_guess(stripped, this_turn, request):
         return "Navi's note about a guessed path repeated"
@@ -440,11 +440,13 @@ def _copies_a_result(text: str, this_turn: Sequence[ChatMessage]) -> bool:
     return any(opening.startswith(first) for first in _result_openings(this_turn))
 
 
-def fixed_openers(fixed: Sequence[str]) -> tuple[str, ...]:
-    """How the tools' own words in this turn's fixed calls begin (``LoopState.fixed_wording``; lower case, as
-    ``StreamedCall`` compares), where long enough to be judged a copy: an answer that starts so is held where
+def framing_openers(framing: Sequence[str]) -> tuple[str, ...]:
+    """How the tools' own framing begins (``LoopState.framing``; lower case, as ``StreamedCall`` compares), where it
+    has seven words or more (a copy of fewer is not judged one) and opens with a word (the close of a frame, '" (this
+    recall …', opens no answer): an answer that starts so is held where
     answers are held at all (``StreamedCall``'s ``hold_refusal``: once tools ran or Navi spoke in the turn)."""
-    return tuple(" ".join(f.split()).lower()[:24] for f in fixed if len(_words_of(f)) >= _ECHO_WORDS)
+    return tuple(" ".join(f.split()).lower()[:24] for f in framing
+                 if len(_words_of(f)) >= _ECHO_WORDS and f.strip()[:1].isalnum())
 
 
 def result_openers(this_turn: Sequence[ChatMessage]) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from agent.aids import (
     Decision,
     LoopState,
     asked,
-    fixed_openers,
+    framing_openers,
     held_words,
     instruction_openers,
     interpret,
@@ -313,8 +313,10 @@ class Agent:
         mech = Mechanics(profile=turn.profile, goal=turn.goal, max_iterations=turn.profile.max_iterations)
         aids = _aids_on(turn.profile)
         model = f"{turn.profile.llm_backend}:{_model(turn.profile)}"
+        framing = getattr(registry, "framing", None)  # a ToolSet from before the port had it: no framing known
         state = LoopState(aids=aids, start=len(turn.history), model=model,
-                          off=frozenset(turn.profile.local_model_aids_off))
+                          off=frozenset(turn.profile.local_model_aids_off),
+                          framing=list(framing()) if framing is not None else [])
         # Decided once a turn: the same kind of request every step keeps a server's prompt cache.
         state.constrained = await self._constrained(turn, model)
         profile_ids = await _profile_ids()  # a closed domain of tool parameters (agent.domains)
@@ -341,7 +343,7 @@ class Agent:
                                 hold_openers=(*instruction_openers(),
                                               *(request_openers(asked(turn, state)) if state.small else ()),
                                               *(result_openers(turn.history[state.start:]) if state.small else ()),
-                                              *fixed_openers(state.fixed_wording)),
+                                              *framing_openers(state.framing)),
                                 hold_all=(state.answer_retried and not allow or _after_note(turn, state)
                                           or self._unread(turn, state, bool(names), names) or _still_unread(turn, state)),
                                 hold_words=held_words(turn.history[state.start:], turn.named_files)
@@ -382,7 +384,7 @@ class Agent:
                                                                 for c in decision.calls])
             doubt = self._doubt(registry, turn, state, decision.calls, plan.callable)
             if doubt is not None and doubt.fix is not None:
-                decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt, state))
+                decision = dataclasses.replace(decision, calls=_fixed(decision.calls, doubt))
                 # The fixed call is doubted again, for what the fix did not touch (a reminder whose time was set as
                 # the user said it, with an instruction taken from the memory block; round 21).
                 doubt = _left_after_fix(self._doubt(registry, turn, state, decision.calls, plan.callable))
@@ -647,7 +649,7 @@ class Agent:
         return poor_answer(decision.content, turn.history[state.start:], small=state.small,
                            descriptions=[plan.description(n) for n in plan.callable], request="\n".join(messages),
                            asked=messages, streamed=call.streamed_text, files=turn.named_files,
-                           fixed=state.fixed_wording)
+                           framing=state.framing)
 
     @staticmethod
     def _may_reconsider(turn: Turn, state: LoopState, allow: bool) -> bool:
@@ -722,7 +724,7 @@ class Agent:
         # Only the tool's own doubt: ordered to answer, a read that runs beats Navi's fallback (``_asked_by_name``).
         doubt = self._doubt(registry, turn, state, [first], plan.callable, by_name=False)
         if doubt is not None and doubt.fix is not None:
-            first = _fixed([first], doubt, state)[0]
+            first = _fixed([first], doubt)[0]
             doubt = _left_after_fix(self._doubt(registry, turn, state, [first], plan.callable, by_name=False))
         if (doubt is not None or changes(first.name, first.arguments)
                 or argument_problem(first.arguments, plan.parameters(first.name),
@@ -844,7 +846,7 @@ class Agent:
                     offered = [s for s in open_ if s["function"]["name"] == found.needs] or offered
                     schema = call_schema(offered, none=none)
             if found is not None and found.fix is not None and step.call is not None:
-                step, found = _refixed(step.call, found, doubt, state)
+                step, found = _refixed(step.call, found, doubt)
                 if found is None:
                     return step
                 kept = kept or step
@@ -1139,11 +1141,11 @@ def _after_note(turn: Turn, state: LoopState) -> bool:
 
 
 def _refixed(call: ToolCallRequest, found: ports.Doubt, doubt: Callable[[ToolCallRequest], ports.Doubt | None],
-             state: LoopState) -> tuple[StepDecision, ports.Doubt | None]:
+             ) -> tuple[StepDecision, ports.Doubt | None]:
     """A constrained ``call`` with the arguments its doubt fixes, and what the tool still says against the fixed call
     (``_left_after_fix``): an argument the fix did not touch may still contradict the user's words (the 0.5B's hourly reminder, its time fixed, had "Atlas is called
     atlas." from the memory block as its instruction; round 21)."""
-    fixed = _fixed([call], found, state)[0]
+    fixed = _fixed([call], found)[0]
     return StepDecision(call=fixed), _left_after_fix(doubt(fixed))
 
 
@@ -1153,13 +1155,11 @@ def _left_after_fix(doubt: ports.Doubt | None) -> ports.Doubt | None:
     return doubt if doubt is not None and doubt.fix is None and not doubt.answer else None
 
 
-def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt, state: LoopState) -> list[ToolCallRequest]:
+def _fixed(calls: Sequence[ToolCallRequest], doubt: ports.Doubt) -> list[ToolCallRequest]:
     """The calls with the first doubted one's arguments fixed as the user's words determine them (a key
-    fixed to None is left out). The tool's own words around the user's in the fix (``Doubt.framing``) are kept in
-    ``state`` (``LoopState.fixed_wording``): an answer must not show them."""
+    fixed to None is left out)."""
     fix = doubt.fix or {}
     log.info("call_fixed", reason=doubt.reason[:300], fix=fix)
-    state.fixed_wording.extend(f for f in doubt.framing if isinstance(f, str) and f.strip())
     out = list(calls)
     for i, call in enumerate(out):
         if not call.arguments_error:

@@ -74,9 +74,7 @@ class Doubt:
     told once, a model that makes a call of the same tool again has it run.
     ``again``: of an ``answer`` doubt, whether another call of the tool could serve the request; False when the
     tool has nothing for it (a guessed look in a folder that holds nothing): the model's next call of it is
-    not made, and it chooses among the other tools, or none (``agent.loop``).
-    ``framing``: words of the tool's own that ``fix`` puts around the user's (a recall's instruction: "When due:
-    remind the user of what they asked, "…""), meant for a model: an answer must not show them (``agent.aids``)."""
+    not made, and it chooses among the other tools, or none (``agent.loop``)."""
 
     reason: str
     answer: bool = False
@@ -84,7 +82,6 @@ class Doubt:
     repeated_runs: bool = False
     again: bool = True
     needs: str = ""  # a tool the doubt's advice names: where the turn cannot call it, the doubt is not made
-    framing: tuple[str, ...] = ()
 
 
 class ToolSet(Protocol):
@@ -123,6 +120,11 @@ class ToolSet(Protocol):
     def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
         """The tools of ``among`` that ``request`` (the user's words) names ("a subagent"), each with the words of
         the request that name it."""
+        ...
+
+    def framing(self) -> tuple[str, ...]:
+        """The tools' own words that they put around the user's in arguments meant for a model (a recall's
+        instruction): no answer shows them."""
         ...
 
     def records(self, name: str, args: dict[str, Any]) -> bool:

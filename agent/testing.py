@@ -161,6 +161,9 @@ class Tools:
     def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
         return []  # nor what people call them
 
+    def framing(self) -> tuple[str, ...]:
+        return ()  # nor put words of their own around the user's
+
     async def execute(self, name: str, args: Any, *, allowed: set[str] | None = None) -> Result:
         self.calls.append((name, dict(args or {})))
         if name not in self.tools or (allowed is not None and name not in allowed):

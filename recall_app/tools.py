@@ -121,7 +121,6 @@ def _asked_instruction(request: str) -> str:
 # How Navi frames the user's words as a recall's instruction (``_asked_instruction``), and what the user reads of it.
 ASKED_OPEN = 'When due: remind the user of what they asked, "'
 ASKED_CLOSE = '" (this recall is that reminder; set no other).'
-ASKED_FRAMING = (ASKED_OPEN, ASKED_CLOSE)  # ``Doubt.framing``: Navi's words, for the model that runs the recall
 
 
 def _for_the_user(instruction: str) -> str:
@@ -160,9 +159,8 @@ def _confirm(recall: Recall) -> str:
     line = services.describe(recall, now=timezone.now())
     if recall.call_type == Recall.CallType.IMMEDIATE:
         line += " (it starts as soon as the session is idle; if this turn is still running, within about a minute)"
-    # What it will do, in the instruction's own words: the line is what the user reads when a small model's
-    # answer is replaced by the honest summary, and "recurring recall <id> every 1 hour" alone does not say
-    # it is the reminder to drink water.
+    # What it will do, in the instruction's own words: "recurring recall <id> every 1 hour" alone does not say it
+    # is the reminder to drink water (what the user reads as the honest summary is ``_said``).
     what = " ".join(recall.additional_context_message.split())
     asked = _asked_words(what)
     if asked is not None:
@@ -186,6 +184,8 @@ def _said(recall: Recall) -> str:
 
 class ScheduleRecallTool(Tool):
     name: ClassVar[str] = SCHEDULE_RECALL
+    # Navi's framing of the user's words as an instruction (``_asked_instruction``): for the run when it fires.
+    framing: ClassVar[tuple[str, ...]] = (ASKED_OPEN, ASKED_CLOSE)
     description: ClassVar[str] = (
         "Set a reminder or schedule future work for yourself, once or repeating (a 'recall' of this session): "
         "when it fires you wake up, "
@@ -264,7 +264,7 @@ class ScheduleRecallTool(Tool):
             if own and timing.fix is not None:
                 return Doubt(reason=f"{timing.reason}; and the instruction {instruction[:120]!r} says nothing of what "
                                     "they asked for: it is their own words now",
-                             fix={**timing.fix, "additional_context_message": own}, framing=ASKED_FRAMING)
+                             fix={**timing.fix, "additional_context_message": own})
             return timing
         kind = str(params.get("call_type") or "").strip().lower()
         if kind in ("once", "recurring") and request.strip() and not says_when(request):
@@ -283,7 +283,7 @@ class ScheduleRecallTool(Tool):
         if own:
             return Doubt(reason=f"the instruction {instruction[:120]!r} says nothing of what the user asked for "
                                 f"({request[:160]!r}): it is their own words now",
-                         fix={"additional_context_message": own}, framing=ASKED_FRAMING)
+                         fix={"additional_context_message": own})
         if not taken or (none_of_its_own and instruction.strip()):
             # No word of the request, or a copy of Navi's words the user's cannot replace (a request of one word of
             # what: "Remind me to stretch in 10 minutes"; the review, round 26): the model writes it.

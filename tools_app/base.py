@@ -63,6 +63,10 @@ class Tool(ABC):
     # with a call that changes nothing, where the user's words name this tool so, is told and made to call it, once
     # a turn (``agent.loop._asked_by_name``).
     named_as: ClassVar[tuple[str, ...]] = ()
+    # Words of the tool's own that it puts around the user's in an argument (a recall's instruction: "When due:
+    # remind the user of what they asked, "…""), meant for the model that reads the argument later: an answer
+    # with seven of them in a row is Navi's wording shown, in any turn (``agent.aids.poor_answer``).
+    framing: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     async def execute(self, params: dict[str, Any]) -> ToolResult: ...

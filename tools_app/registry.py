@@ -303,6 +303,18 @@ class ToolRegistry:
         arguments or a failing check: it may."""
         return self._says(name, args, "changes", otherwise=True)
 
+    def framing(self) -> tuple[str, ...]:
+        """Every registered tool's own words around the user's (``Tool.framing``); a tool whose framing is no tuple of
+        strings has none (logged)."""
+        found: list[str] = []
+        for name in self.names():
+            words = getattr(self.get(name), "framing", ())
+            if not isinstance(words, tuple | list) or not all(isinstance(w, str) for w in words):
+                log.warning("tool_framing_invalid", tool=name)
+                continue
+            found.extend(w for w in words if w.strip())
+        return tuple(dict.fromkeys(found))
+
     def named(self, request: str, among: Iterable[str]) -> list[tuple[str, str]]:
         """The tools of ``among`` that ``request`` (the user's words) names (``Tool.named_as``), in ``among``'s
         order, each with the words of the request that name it. A tool whose names cannot be read names nothing."""

@@ -331,6 +331,42 @@ async def test_an_answer_that_shows_the_instruction_navi_framed_is_asked_for_aga
     assert events[-1]["content"] == "In 3 minutes I'll tell you it's time to stretch your legs."
 
 
+@pytest.mark.parametrize(("when", "instruction", "fixed"), [
+    # The time fixed with the instruction (the 0.5B's usual call, the review), and no fix at all: the model wrote its
+    # own instruction and then gave the framing as its answer, which any turn must not show.
+    ("300", "", 'When due: remind the user of what they asked, "remind me to check the oven" (this recall is that reminder; set no other).'),
+    ("in 5 minutes", "Tell the user to check the oven.", "Tell the user to check the oven."),
+])
+async def test_the_framing_is_asked_for_again_whatever_fixed_the_call(agent_env, when, instruction, fixed) -> None:
+    await constrained(agent_env, enabled_tools=["schedule_recall", "todo"])
+    agent_env.fake.script(text=as_text("schedule_recall", call_type="once", when=when,
+                                       additional_context_message=instruction))
+    agent_env.fake.script(text=_asked("check the oven"))
+    agent_env.fake.script(text="In 5 minutes I'll remind you to check the oven.")
+    events = await agent_env.run("In 5 minutes remind me to check the oven.")
+    [(tool, args, ok)] = calls(events)
+    assert (tool, args["when"], args["additional_context_message"], ok) == ("schedule_recall", "in 5 minutes", fixed, True)
+    assert "When due" not in shown(events)
+    assert events[-1]["content"] == "In 5 minutes I'll remind you to check the oven."
+
+
+def test_the_tools_framing_is_known_to_every_turn() -> None:
+    """The registry gives every tool's own framing (``Tool.framing``); one given as a string or holding a
+    non-string gives none (a string would count letter by letter), and the turn goes on."""
+    from recall_app.tools import ASKED_CLOSE, ASKED_OPEN, ScheduleRecallTool
+    from tools_app.base import Tool
+    from tools_app.registry import ToolRegistry
+
+    registry = ToolRegistry()  # its own: the odd tool stays out of every other test's registry
+    registry.register_builtin(ScheduleRecallTool())
+    assert registry.framing() == (ASKED_OPEN, ASKED_CLOSE)
+    for bad in ("When due", ("When due", 7), None):
+        tool = type("Odd", (Tool,), {"name": "odd_framing", "description": "An odd tool.", "framing": bad,
+                                     "execute": lambda self, params: None})()
+        registry.register_builtin(tool)
+        assert registry.framing() == (ASKED_OPEN, ASKED_CLOSE), bad
+
+
 @pytest.mark.parametrize(("asked", "when", "answer"), [
     # The user's own words, which the framing quotes, are an answer's to say; so is the time the fix set as they
     # said it; and words of theirs in quotes inside the framing (the review).

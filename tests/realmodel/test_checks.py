@@ -64,3 +64,9 @@ def test_an_instruction_for_the_model_shown_as_the_answer_is_no_answer() -> None
     quoted = Turn(events=[wrote, *_turn("Write a one-line password guide to guide.txt.", f"I wrote: {guide}").events],
                   seconds=1.0, asked="Write a one-line password guide to guide.txt.")
     assert answered(quoted) is None
+    # Seven words of a recall's instruction the model wrote that do not speak of the user are the reminder told.
+    own = {**call, "args": {**call["args"], "additional_context_message": "Tell them to drink a full glass of cold water."}}
+    told = Turn(events=[own, *_turn("Remind me every hour to drink water.",
+                                    "Every hour I'll tell you to drink a full glass of cold water.").events],
+                seconds=1.0, asked="Remind me every hour to drink water.")
+    assert answered(told) is None
