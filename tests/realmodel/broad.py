@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 46 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 48 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -32,7 +32,8 @@ and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 ha
 **fresh18** (phrasings 39 and 40, in ``FRESH18``) after round 25 had read fresh17, and round 27
 **fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18, and round 28
 **fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19, and round 29
-**fresh21** (phrasings 45 and 46, in ``FRESH21``) after round 28 had read fresh20.
+**fresh21** (phrasings 45 and 46, in ``FRESH21``) after round 28 had read fresh20; round 29, having read fresh21,
+added **fresh22** (phrasings 47 and 48, in ``FRESH22``) at its end and ran it once with its final code.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -164,7 +165,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..45 (SPLIT)
+    phrasing: int  # 0..47 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -181,10 +182,10 @@ SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fr
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
          "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
-         "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21")  # by phrasing index
+         "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21", "fresh22", "fresh22")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
           "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
-          "fresh20", "fresh21")
+          "fresh20", "fresh21", "fresh22")
 
 
 def _clock() -> float:
@@ -267,7 +268,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many days are there in the month of April?": ("30", "thirty"),
              # the twenty-first fresh half (round 29)
              "In which country would you find the city of Lisbon?": ("portugal",),
-             "How many hearts does an octopus have?": ("3", "three")}
+             "How many hearts does an octopus have?": ("3", "three"),
+             # the twenty-second fresh half (round 29, at its end)
+             "What colour do you get by mixing blue and yellow?": ("green",),
+             "How many minutes make up a quarter of an hour?": ("15", "fifteen")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -990,9 +994,31 @@ FRESH21: dict[str, tuple[str, str]] = {
                  "I'd rather a subagent handled this: find the magic number written in facts.txt."),
 }
 
+# Round 29's second held-out phrasings: written at the end of round 29, after it had read fresh21, and run once with
+# round 29's final code, before anything was changed on what they show.
+FRESH22: dict[str, tuple[str, str]] = {
+    "greeting": ("Hello hello! Long time no see, Navi.", "Greetings, Navi - how's life treating you?"),
+    "plain_question": ("What colour do you get by mixing blue and yellow?", "How many minutes make up a quarter of an hour?"),
+    "date_time": ("Remind me what the date is today - I've lost track.", "Whats the time right now, roughly?"),
+    "read_file": ("Peek into project.txt and pull out the codename.", "There's a codename in project.txt. Read it out to me."),
+    "file_question": ("Who signed report.txt as its author?", "report.txt was written by whom? Check the file."),
+    "write_file": ("New file please, shopping.txt, lines: milk / eggs / bread.",
+                   "Can shopping.txt be created with milk, eggs and bread, a line apiece?"),
+    "note": ("Notes entry, please: plumber needs a ring about invoice {v}.",
+             "A note to file away - call the plumber regarding invoice {v}."),
+    "remember": ("Worth remembering for later: my server's name is {v}.", "Log this in your memory: the server I own is named {v}."),
+    "remind_once": ("3 minutes from now I'd like a nudge to stretch my legs.",
+                    "Can you buzz me after three minutes to stretch my legs?"),
+    "remind_every": ("Hour after hour, keep reminding me to drink water.", "Set a recurring water reminder for every hour."),
+    "todo": ("Todo, two items: buy stamps; post the letter once that's done.",
+             "Put together my to-do list: first buy stamps, then post the letter."),
+    "subagent": ("Get a helper agent to fetch whatever magic number facts.txt holds.",
+                 "Subagent job: open facts.txt and bring me back the magic number."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
             FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20,
-            FRESH21)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH21, FRESH22)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
