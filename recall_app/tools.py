@@ -166,8 +166,8 @@ def _confirm(recall: Recall) -> str:
     if asked is not None:
         # Navi's framing of the user's words is for the run when the recall fires; shown it here, both models quoted
         # it to the user as the reminder ("The reminder is set to "When due: remind the user of …"", round 29).
-        return f"Recall scheduled: {line}. Reminder: \"{asked[:200] + ('…' if len(asked) > 200 else '')}\""
-    return f"Recall scheduled: {line}. Instruction: {what[:200] + ('…' if len(what) > 200 else '')}"
+        return f"Recall scheduled: {line}. Reminder: \"{_clipped(asked)}\""
+    return f"Recall scheduled: {line}. Instruction: {_clipped(what)}"
 
 
 def _said(recall: Recall) -> str:
@@ -179,7 +179,12 @@ def _said(recall: Recall) -> str:
     elif recall.interval_seconds:
         when += f", then every {services.interval_words(recall.interval_seconds)}"
     what = _for_the_user(" ".join(recall.additional_context_message.split()))
-    return f"Scheduled {when}: {what[:200] + ('…' if len(what) > 200 else '')}"
+    return f"Scheduled {when}: {_clipped(what)}"
+
+
+def _clipped(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis saying so."""
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 class ScheduleRecallTool(Tool):
