@@ -18,6 +18,7 @@ from local_models import choice
 from local_models.pull import pull_lines
 from local_models.servers import ModelNameError, all_models, clean_model_name
 from navi_site.errors import BadRequest, NaviError
+from navi_site.streaming import ClosingStreamingResponse
 from sessions_app.services import session_access
 
 router = Router(tags=["models"])
@@ -63,7 +64,7 @@ async def pull_model(request: HttpRequest, payload: PullIn) -> StreamingHttpResp
         name = clean_model_name(payload.model)
     except ModelNameError as exc:
         raise BadRequest(str(exc)) from None
-    response = StreamingHttpResponse(pull_lines(name), content_type="application/x-ndjson")
+    response = ClosingStreamingResponse(pull_lines(name), content_type="application/x-ndjson")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # a proxy must pass each line on at once
     return response

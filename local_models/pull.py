@@ -10,14 +10,16 @@ failure after the stream started is a line ``{"error": "…"}`` (HTTP 200): an u
 ``start``, ``status``, ``progress`` (bytes over all layers and a percent; at most every
 PROGRESS_INTERVAL seconds), then exactly one of ``done`` or ``error`` (a message a person can act on).
 The pull belongs to the request: when the client goes away (the Cancel button aborts the request),
-Django cancels the response, the generator closes the connection to Ollama, and Ollama stops the
-download (what it already fetched is kept and a later pull resumes it).
+Django cancels the response, the generator is closed (navi_site.streaming: even between two lines)
+and closes the connection to Ollama, and Ollama stops the download (what it already fetched is kept
+and a later pull resumes it).
 """
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -84,7 +86,7 @@ class _Totals:
         return {"type": "progress", "status": status, "completed": completed, "total": total, "percent": percent}
 
 
-async def pull_events(name: str) -> AsyncIterator[dict[str, Any]]:
+async def pull_events(name: str) -> AsyncGenerator[dict[str, Any], None]:
     """Pull ``name`` (already validated) onto the Ollama server; yields Navi's pull events (see above)."""
     base = server_url("ollama")
     url = f"{base}/api/pull"
@@ -148,9 +150,10 @@ async def pull_lines(name: str) -> AsyncIterator[bytes]:
     """``pull_events`` as NDJSON bytes (the HTTP body); a cancelled pull is logged."""
     finished = False
     try:
-        async for event in pull_events(name):
-            finished = event["type"] in ("done", "error")
-            yield _line(event)
+        async with aclosing(pull_events(name)) as events:  # closed with this one: the connection goes
+            async for event in events:
+                finished = event["type"] in ("done", "error")
+                yield _line(event)
     finally:
         if not finished:
             log.info("model_pull_cancelled", model=name)

@@ -4,6 +4,7 @@ closing the request (Navi closes its connection to Ollama), and the bad input: n
 URLs, non-staff users."""
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -109,3 +110,47 @@ def test_non_staff_get_403_with_the_reason(navi: LiveNavi, fake_ollama: FakeLLMS
     assert body[0]["detail"].startswith("Only staff users can pull models: a pull downloads gigabytes")
     assert not [r for r in fake_ollama.requests if r.path == "/api/pull"]
     assert navi.request("GET", "/models", token=token)[1]["can_pull"] is False
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_client_gone_while_a_part_is_on_its_way_still_stops_the_pull(fake_ollama: FakeLLMServer,
+                                                                              settings: Any) -> None:
+    """The client leaves while Navi waits to hand it a line (its socket is full, or the server's loop is
+    busy): the request is cancelled there, between two lines, and the pull must stop all the same
+    instead of downloading to the end for nobody (a loaded CI run showed it going on past 15 s)."""
+    from asgiref.sync import sync_to_async
+
+    from navi_site.asgi import application
+    from tests.support.users import make_user, token_for
+
+    settings.OLLAMA_HOST = fake_ollama.url
+    token = await sync_to_async(lambda: token_for(make_user("puller", staff=True)))()
+    fake_ollama.script_pull("big:70b", layers=[("sha256:" + "5" * 64, 40 * GB)], steps=200, delay=0.05)
+    body = json.dumps({"model": "big:70b"}).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/models/pull", "raw_path": b"/models/pull", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"),
+                         (b"content-length", str(len(body)).encode()), (b"authorization", f"Bearer {token}".encode())],
+             "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
+    lines: list[bytes] = []
+    gone, stuck = asyncio.Event(), asyncio.Event()
+    incoming = [{"type": "http.request", "body": body}]
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop()
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        lines.append(message.get("body", b""))
+        if b'"progress"' in message.get("body", b""):  # the first progress line: the client stops reading
+            stuck.set()
+            await asyncio.sleep(30)
+
+    request = asyncio.ensure_future(application(scope, receive, send))
+    await asyncio.wait_for(stuck.wait(), 10)
+    gone.set()
+    await asyncio.wait_for(request, 10)
+    assert await asyncio.to_thread(fake_ollama.wait_for_sync, lambda f: f.pulls_cancelled == 1, 5), "Navi kept pulling"
+    assert fake_ollama.pulls_finished == 0
