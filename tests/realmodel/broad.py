@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 48 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 50 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -33,7 +33,8 @@ and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 ha
 **fresh19** (phrasings 41 and 42, in ``FRESH19``) after round 26 had read fresh18, and round 28
 **fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19, and round 29
 **fresh21** (phrasings 45 and 46, in ``FRESH21``) after round 28 had read fresh20; round 29, having read fresh21,
-added **fresh22** (phrasings 47 and 48, in ``FRESH22``) at its end and ran it once with its final code.
+added **fresh22** (phrasings 47 and 48, in ``FRESH22``) at its end and ran it once with its final code, and round 30
+**fresh23** (phrasings 49 and 50, in ``FRESH23``) after round 29 had read fresh21 and fresh22.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -165,7 +166,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..47 (SPLIT)
+    phrasing: int  # 0..49 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -182,10 +183,11 @@ SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fr
          "fresh4", "fresh4", "fresh5", "fresh5", "fresh6", "fresh6", "fresh7", "fresh7", "fresh8", "fresh8", "fresh9", "fresh9",
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
          "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
-         "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21", "fresh22", "fresh22")  # by phrasing index
+         "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21", "fresh22", "fresh22",
+         "fresh23", "fresh23")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
           "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
-          "fresh20", "fresh21", "fresh22")
+          "fresh20", "fresh21", "fresh22", "fresh23")
 
 
 def _clock() -> float:
@@ -271,7 +273,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many hearts does an octopus have?": ("3", "three"),
              # the twenty-second fresh half (round 29, at its end)
              "What colour do you get by mixing blue and yellow?": ("green",),
-             "How many minutes make up a quarter of an hour?": ("15", "fifteen")}
+             "How many minutes make up a quarter of an hour?": ("15", "fifteen"),
+             # the twenty-third fresh half (round 30)
+             "Which planet is closest to the Sun?": ("mercury",),
+             "How many centimetres are in a metre?": ("100", "hundred")}
 
 
 async def plain_question(env: Env, text: str) -> Outcome:
@@ -1016,9 +1021,28 @@ FRESH22: dict[str, tuple[str, str]] = {
                  "Subagent job: open facts.txt and bring me back the magic number."),
 }
 
+# Round 30's held-out phrasings: fresh21 and fresh22 were read in round 29, so these were written, and run once
+# with round 29's final code, before round 30 changed anything.
+FRESH23: dict[str, tuple[str, str]] = {
+    "greeting": ("Morning, Navi! How are things going?", "Hey there, just checking in. You doing okay?"),
+    "plain_question": ("Which planet is closest to the Sun?", "How many centimetres are in a metre?"),
+    "date_time": ("What date does the calendar show today?", "Got the current time handy? What is it?"),
+    "read_file": ("project.txt - read it and tell me the codename inside.", "Codename check: what's written in project.txt?"),
+    "file_question": ("report.txt - whose name is on it as the author?", "Which name appears as author in report.txt?"),
+    "write_file": ("Make me shopping.txt: milk on line one, eggs on line two, bread on line three.",
+                   "Write a shopping.txt file listing milk, eggs and bread on their own lines."),
+    "note": ("Save a note: plumber call-back, invoice {v}.", "Could you record a note to ring the plumber about invoice {v}?"),
+    "remember": ("So you know for next time: {v} is what my server is called.", "Store in memory that my server goes by {v}."),
+    "remind_once": ("Alert me in 3 minutes: stretch my legs.", "Ping me when 3 minutes have gone by, so I stretch my legs."),
+    "remind_every": ("Water, every sixty minutes: nag me to drink some.", "Could you set an hourly reminder telling me to drink water?"),
+    "todo": ("Could my todo list get these: stamps to buy, a letter to post after?", "Two tasks for my todo - buy stamps, then post the letter."),
+    "subagent": ("Spin up a subagent - its job is the magic number in facts.txt.",
+                 "Use a helper agent: I want the magic number from facts.txt."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
             FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20,
-            FRESH21, FRESH22)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH21, FRESH22, FRESH23)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
