@@ -48,7 +48,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.realmodel.scenarios import Env, Outcome, Turn, _clock_forms, _done, _notes, get, new_session, poll, turn
+from tests.realmodel.scenarios import (
+    READING,
+    Env,
+    Outcome,
+    Turn,
+    _clock_forms,
+    _done,
+    _notes,
+    get,
+    new_session,
+    poll,
+    turn,
+)
 
 REFUSALS = re.compile(r"\A\s*(i'?m sorry|i am sorry|sorry|i can(?:no|')t|i can not|i'?m unable|unfortunately)",
                       re.IGNORECASE)
@@ -279,11 +291,25 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many centimetres are in a metre?": ("100", "hundred")}
 
 
+def mentions(answer: str, want: str) -> bool:
+    """``want`` is in ``answer``; a number only as a whole number ("1000" does not hold "100"; from round 30)."""
+    if want.isdigit():
+        return re.search(rf"(?<![\d.,]){want}(?![\d]|[.,]\d)", answer) is not None
+    return want in answer.lower()
+
+
+def on_own_lines(content: str, items: tuple[str, ...]) -> bool:
+    """Each of ``items`` on a line of its own, in the order asked (from round 30: "one per line" was not checked)."""
+    lines = [line.lower() for line in content.splitlines() if line.strip()]
+    where = [next((n for n, line in enumerate(lines) if item in line), -1) for item in items]
+    return -1 not in where and where == sorted(set(where))
+
+
 async def plain_question(env: Env, text: str) -> Outcome:
     start = _clock()
     t = await turn(env, new_session(env, "question"), text)
     want = QUESTIONS[text]
-    return verdict(start, [(any(w in t.final.lower() for w in want), f"the answer lacks {want[0]!r}"),
+    return verdict(start, [(any(mentions(t.final, w) for w in want), f"the answer lacks {want[0]!r}"),
                            (not t.started, "a tool ran for a general-knowledge question")], t)
 
 
@@ -329,7 +355,7 @@ async def read_file(env: Env, text: str) -> Outcome:
     t = await turn(env, sid, text)
     read = [c for c in t.calls("filesystem") if c["success"] and code in c["result"]]
     return verdict(start, [(bool(read), "project.txt was not read"), (code in t.final, f"the answer lacks {code}")],
-                   t, allowed=frozenset({"filesystem"}))
+                   t, allowed=frozenset({READING}))
 
 
 AUTHORS = ["Miriam Okafor", "Tobias Lindqvist", "Ana Beltrán", "Kenji Watanabe", "Priya Raman"]
@@ -344,7 +370,7 @@ async def file_question(env: Env, text: str) -> Outcome:
     read = [c for c in t.calls("filesystem") if c["success"] and author in c["result"]]
     surname = author.split()[-1]
     return verdict(start, [(bool(read), "report.txt was not read"), (surname in t.final, f"the answer lacks {surname}")],
-                   t, allowed=frozenset({"filesystem"}))
+                   t, allowed=frozenset({"filesystem", READING}))
 
 
 async def write_file(env: Env, text: str) -> Outcome:
@@ -354,9 +380,12 @@ async def write_file(env: Env, text: str) -> Outcome:
     path = env.session_files / sid / "shopping.txt"
     content = path.read_text().lower() if path.exists() else ""
     items = [w for w in ("milk", "eggs", "bread") if w in content]
+    lines = not re.search(r"\bline", text, re.IGNORECASE) or on_own_lines(content, ("milk", "eggs", "bread"))
     return verdict(start, [(path.exists(), "shopping.txt was not written"),
-                           (len(items) == 3, f"shopping.txt has only {items}"), says(t, "shopping", "milk")],
-                   t, allowed=frozenset({"filesystem"}))
+                           (len(items) == 3, f"shopping.txt has only {items}"),
+                           (len(items) < 3 or lines, f"the user asked for a line each; shopping.txt is {content!r}"),
+                           says(t, "shopping", "milk")],
+                   t, allowed=frozenset({READING}))
 
 
 async def note(env: Env, text: str) -> Outcome:
@@ -414,6 +443,7 @@ async def remind_once(env: Env, text: str) -> Outcome:
 async def remind_every(env: Env, text: str) -> Outcome:
     start = _clock()
     sid = new_session(env, "recurring reminder")
+    asked = datetime.now(UTC)
     t = await turn(env, sid, text)
     recall = _recall(env, sid)
     if recall is None:
@@ -421,8 +451,11 @@ async def remind_every(env: Env, text: str) -> Outcome:
     env.navi.request("DELETE", f"/sessions/{sid}/recall")
     interval = recall.get("interval_seconds") or 0
     said = recall["additional_context_message"].lower()
+    first = (datetime.fromisoformat(recall["trigger_at"]) - asked).total_seconds() / 60
     return verdict(start, [(recall.get("call_type") == "recurring", f"a {recall.get('call_type')} recall"),
                            (1800 <= interval <= 7200, f"every {interval} s"),
+                           # the first reminder within one interval (and a margin) of asking (from round 30)
+                           (-1 <= first <= interval / 60 + 15, f"the first reminder only in {first:.0f} min"),
                            ("water" in said, f"the instruction {said[:80]!r} lacks 'water'"),
                            says(t, "water", "remind")],
                    t, allowed=frozenset({"schedule_recall"}))
@@ -452,7 +485,7 @@ async def subagent(env: Env, text: str) -> Outcome:
     t = await turn(env, sid, text)
     spawned = [c for c in t.calls("spawn_agent") if c["success"]]
     return verdict(start, [(bool(spawned), "no subagent"), (number in t.final, f"the answer lacks {number}")],
-                   t, allowed=frozenset({"spawn_agent", "filesystem"}))
+                   t, allowed=frozenset({"spawn_agent", READING}))
 
 
 PHRASINGS: dict[str, tuple[Callable[[Env, str], Awaitable[Outcome]], tuple[str, str, str, str]]] = {

@@ -167,6 +167,19 @@ async def poll(check: Callable[[], Any], *, timeout: float, every: float = 2.0) 
 SIDE_EFFECTS = {"user_notes", "memory_save", "schedule_recall", "todo", "spawn_agent", "filesystem"}
 
 
+# A task that reads files allows READING; a file changed there is a side effect nobody asked for (from round 30: the
+# 1.5B wrote a made-up subagent.conf on its way to a subagent that was to read facts.txt).
+READING = "filesystem (reading)"
+FILE_CHANGES = {"write", "append", "delete", "move", "mkdir"}
+
+
+def _effect(call: dict[str, Any]) -> str:
+    """What a call did, as ``allowed`` names it: a filesystem call that changes nothing is READING."""
+    if call["tool"] == "filesystem" and (call.get("args") or {}).get("action") not in FILE_CHANGES:
+        return READING
+    return str(call["tool"])
+
+
 def _done(start: float, ok: bool, detail: str, *turns: Turn, allowed: frozenset[str] = frozenset()) -> Outcome:
     """Also fails a run whose answer is a raw tool call, or that ran tools the task never asked for."""
     core_ok = ok
@@ -177,7 +190,7 @@ def _done(start: float, ok: bool, detail: str, *turns: Turn, allowed: frozenset[
         for asked in t.approvals:
             problems.append(f"asked to approve {asked['tool']}({json.dumps(asked.get('args'))[:80]}), which the "
                             "task never needs (denied)")
-        stray = sorted({c["tool"] for c in t.calls() if c["tool"] in SIDE_EFFECTS - allowed})
+        stray = sorted({_effect(c) for c in t.calls() if c["tool"] in SIDE_EFFECTS and _effect(c) not in allowed})
         if stray:
             problems.append(f"ran unrequested tools {stray}")
     if problems:
@@ -232,7 +245,7 @@ async def read_file(env: Env) -> Outcome:
     t = await turn(env, sid, "Read the file project.txt and tell me the project codename.")
     read = [c for c in t.calls("filesystem") if c["success"] and code in c["result"]]
     ok = t.end == "stream_end" and bool(read) and code in t.final
-    return _done(start, ok, f"codename {code}; {t.brief()}", t, allowed=frozenset({"filesystem"}))
+    return _done(start, ok, f"codename {code}; {t.brief()}", t, allowed=frozenset({READING}))
 
 
 def _notes(env: Env) -> list[dict[str, Any]]:
@@ -372,7 +385,7 @@ async def subagent(env: Env) -> Outcome:
     t = await turn(env, sid, "Use a subagent (spawn_agent) to read the file facts.txt and tell me the magic number.")
     spawned = [c for c in t.calls("spawn_agent") if c["success"]]
     ok = t.end == "stream_end" and bool(spawned) and str(number) in t.final
-    return _done(start, ok, f"number {number}; {t.brief()}", t, allowed=frozenset({"spawn_agent", "filesystem"}))
+    return _done(start, ok, f"number {number}; {t.brief()}", t, allowed=frozenset({"spawn_agent", READING}))
 
 
 TASKS: dict[str, Callable[[Env], Awaitable[Outcome]]] = {

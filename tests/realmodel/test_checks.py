@@ -70,3 +70,43 @@ def test_an_instruction_for_the_model_shown_as_the_answer_is_no_answer() -> None
                                     "Every hour I'll tell you to drink a full glass of cold water.").events],
                 seconds=1.0, asked="Remind me every hour to drink water.")
     assert answered(told) is None
+
+
+def test_a_number_counts_only_whole() -> None:
+    from tests.realmodel.broad import mentions
+
+    assert not mentions("1000", "100")  # centimetres in a metre, answered wrong (fresh23, round 30)
+    assert not mentions("It is 1,000.", "100") and not mentions("About 100.5", "100")
+    assert mentions("There are 100 centimetres in a metre.", "100") and mentions("100.", "100")
+    assert mentions("A spider has 8 legs", "8") and not mentions("18 legs", "8")
+    assert mentions("The capital is Paris.", "paris")
+
+
+def test_items_asked_a_line_each_must_be_on_lines_of_their_own() -> None:
+    from tests.realmodel.broad import on_own_lines
+
+    items = ("milk", "eggs", "bread")
+    assert on_own_lines("milk\neggs\nbread\n", items)
+    assert on_own_lines("- Milk\n\n- Eggs\n- Bread", items)
+    assert not on_own_lines("milk, eggs and bread", items)
+    assert not on_own_lines("milk, eggs\nbread", items)
+    assert not on_own_lines("bread\neggs\nmilk", items)
+
+
+def test_a_file_changed_by_a_task_that_only_reads_is_an_unrequested_side_effect() -> None:
+    from tests.realmodel.scenarios import READING, _done
+
+    def with_calls(*calls: tuple[str, dict[str, str]]) -> Turn:
+        answer = _turn("Spin up a subagent to read facts.txt.", "The magic number is 8565.")
+        events = [{"type": "tool_call", "tool": tool, "args": args, "success": True} for tool, args in calls]
+        return Turn(events=[*events, *answer.events], seconds=1.0, asked=answer.asked)
+
+    reads = with_calls(("filesystem", {"action": "read", "path": "facts.txt"}), ("spawn_agent", {"task": "read facts.txt"}))
+    assert _done(0.0, True, "ok", reads, allowed=frozenset({"spawn_agent", READING})).ok
+    wrote = with_calls(("filesystem", {"action": "write", "path": "subagent.conf", "content": "magic_number=12345"}),
+                       ("spawn_agent", {"task": "read facts.txt"}))
+    outcome = _done(0.0, True, "ok", wrote, allowed=frozenset({"spawn_agent", READING}))
+    assert not outcome.ok and outcome.detail.startswith("ran unrequested tools ['filesystem']")
+    assert _done(0.0, True, "ok", wrote, allowed=frozenset({"spawn_agent", "filesystem", READING})).ok
+    outcome = _done(0.0, True, "ok", reads)  # a greeting that read a file
+    assert not outcome.ok and "filesystem (reading)" in outcome.detail
