@@ -110,3 +110,42 @@ async def test_a_helpers_answer_may_be_passed_on_as_it_is(agent_env) -> None:
     assert [(tool, ok) for tool, _args, ok in calls(events)] == [("spawn_agent", True)]
     assert events[-1]["content"] == "The magic number is 4242, as facts.txt says."
     assert len(agent_env.requests()) == 3  # not asked for again
+
+
+async def test_an_answer_stating_numbers_no_result_gives_is_asked_for_again(bundled) -> None:
+    # The 1.5B, fresh23 (round 30): an hourly reminder whose result said 18:00 UTC, answered "The reminder will fire at
+    # 20:00". A number nothing the model was shown gives is made up: asked for once more, then replaced.
+    agent_env = bundled
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Call the plumber about invoice 2958."))
+    agent_env.fake.script(text="I saved it as note #7, due on 14 March.")
+    agent_env.fake.script(text="I saved your note about invoice 2958.")
+    events = await agent_env.run("Note: call the plumber about invoice 2958.")
+    assert events[-1]["content"] == "I saved your note about invoice 2958." == shown(events)
+    told = agent_env.requests()[2]["messages"][-1]["content"]
+    assert told.startswith("That reply stated numbers or names that no result above gives")
+
+
+async def test_made_up_numbers_twice_give_what_was_done(bundled) -> None:
+    agent_env = bundled
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Call the plumber about invoice 2958."))
+    agent_env.fake.script(text="I saved it as note #7.")
+    agent_env.fake.script(text="Saved as note 12 for 3 pm.")
+    events = await agent_env.run("Note: call the plumber about invoice 2958.")
+    assert events[-1]["content"] == "Noted: Call the plumber about invoice 2958." == shown(events)
+    assert len(agent_env.requests()) == 3
+
+
+@pytest.mark.parametrize("answer", [
+    "I saved note #1 about invoice 2958.",  # every number from the result and the user's words
+    "Notiz gespeichert: Klempner anrufen wegen Rechnung 2958.",  # German capitals are nouns, not made-up names
+])
+async def test_numbers_the_turn_gave_and_capitalised_nouns_are_an_answer(bundled, answer) -> None:
+    agent_env = bundled
+    await constrained(agent_env)
+    agent_env.fake.script(text=as_text("user_notes", action="add", text="Call the plumber about invoice 2958."))
+    agent_env.fake.script(text=answer)
+    events = await agent_env.run("Note: call the plumber about invoice 2958.")
+    assert events[-1]["content"] == answer == shown(events)
+    assert len(agent_env.requests()) == 2
