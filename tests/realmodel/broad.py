@@ -370,7 +370,7 @@ async def file_question(env: Env, text: str) -> Outcome:
     read = [c for c in t.calls("filesystem") if c["success"] and author in c["result"]]
     surname = author.split()[-1]
     return verdict(start, [(bool(read), "report.txt was not read"), (surname in t.final, f"the answer lacks {surname}")],
-                   t, allowed=frozenset({"filesystem", READING}))
+                   t, allowed=frozenset({READING}))
 
 
 async def write_file(env: Env, text: str) -> Outcome:
@@ -385,7 +385,7 @@ async def write_file(env: Env, text: str) -> Outcome:
                            (len(items) == 3, f"shopping.txt has only {items}"),
                            (len(items) < 3 or lines, f"the user asked for a line each; shopping.txt is {content!r}"),
                            says(t, "shopping", "milk")],
-                   t, allowed=frozenset({READING}))
+                   t, allowed=frozenset({"filesystem", READING}))
 
 
 async def note(env: Env, text: str) -> Outcome:
