@@ -602,8 +602,8 @@ def steering() -> tuple[str, ...]:
     """Navi's own steering sentences, which neither an answer nor a call's argument should repeat (the 0.5B set a
     todo step "Remind me to drink water every single hour. If the user's request needs no tool, answer it in words
     from what you know": the user's words, then the note of a doubt it had just read)."""
-    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, RETRY_MADE_UP, RETRY_OWN_WORDS, ANSWER_NOW,
-            ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT, TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
+    return (RETRY_ANSWER, RETRY_AFTER_FAILURE, RETRY_IN_WORDS, RETRY_ECHO, RETRY_OWN_WORDS, ANSWER_NOW, ANSWER_UNDONE, AFTER_TOOLS, NAMED_FILES_TAIL, TODO_NEXT,
+            TODO_SET_AGAIN, MEMORY_HEADER, GUESSED)
 
 
 def _sentences(text: str) -> list[str]:
@@ -692,8 +692,6 @@ _RETRY_CLAUSES = tuple(" ".join(words) for clause in re.split(r"[.;]", RETRY_ANS
 
 
 RETRY_ECHO = "That reply only repeated the user's message back. "
-MADE_UP = "specifics from nowhere"  # ``retry_instruction``'s reason for an answer stating what nothing gave (round 30)
-RETRY_MADE_UP = "That reply stated numbers or names that no result above gives; the user must not read them. "
 RETRY_OWN_WORDS = ("Reply to the user in your own words, in a sentence or two, from what you know. Do not refuse and "
                    "do not write a tool call.")
 
@@ -710,8 +708,6 @@ def retry_instruction(this_turn: list[ChatMessage], why: str = "") -> str:
         said = RETRY_OWN_WORDS
     else:
         said = RETRY_IN_WORDS
-    if why == MADE_UP:
-        return RETRY_MADE_UP + said
     return RETRY_ECHO + said if why == ECHOED else said
 
 

@@ -23,7 +23,6 @@ from agent.aids import (
     DOUBTED,
     ECHOED,
     GUESSED,
-    MADE_UP,
     NOT_RUN,
     QUOTED,
     REPEATED,
@@ -538,8 +537,6 @@ class Agent:
             if not decision.calls:
                 this_turn = turn.history[state.start:]
                 why = "a tool call" if decision.replaced else self._poor(turn, state, decision, call, plan)
-                if why is None and not decision.replaced and self._states_made_up(decision.content, turn, state):
-                    why = MADE_UP
                 if why == "a refusal" and not results(this_turn):
                     why = None  # no tool ran (only Navi's notes): "I can't launch rockets" may be the honest answer
                 unread = _still_unread(turn, state) and self._about_unread(decision.content, turn, state)
@@ -637,14 +634,6 @@ class Agent:
         calls = [json.dumps(c.arguments, ensure_ascii=False) for m in turn.history[state.start:]
                  if m.role == "assistant" for c in m.tool_calls]
         return unfounded(answer, [*(m.content or "" for m in self._context(turn)), *calls, *turn.named_files])
-
-    def _states_made_up(self, answer: str, turn: Turn, state: LoopState) -> bool:
-        """After calls that worked, a small model's answer states numbers that nothing it was shown gives
-        (``_made_up``): the 1.5B told the user an hourly reminder "will fire at 20:00" when the recall's result
-        said 18:00 (fresh23, round 30). Asked for again once, then replaced by what was done. Numbers only: a
-        name is told apart by its capital, which German gives every noun ("Es ist 10 Uhr")."""
-        return (state.small and state.on("answer_retry") and bool(successes(turn.history[state.start:]))
-                and any(piece.isdigit() for piece in self._made_up(answer, turn, state)))
 
     def _about_unread(self, answer: str, turn: Turn, state: LoopState) -> bool:
         """Told that a file the user named was not read, the answer still speaks of it: it states specifics nothing

@@ -1114,11 +1114,11 @@ async def test_the_clock_called_again_after_its_doubt_runs(bundled) -> None:
     agent_env.fake.script(text=as_text("get_current_datetime"))
     agent_env.fake.script(text=as_text("get_current_datetime", timezone="UTC"))
     constrained_call(agent_env.fake, "get_current_datetime", timezone="Europe/Berlin")  # confirmed (round 14)
-    agent_env.fake.script(text="In Berlin ist es jetzt Abend.")  # no hour of its own: a made-up one is asked again
+    agent_env.fake.script(text="Es ist 10:00 Uhr.")
     events = await agent_env.run("Wie spät ist es?")
     assert [(tool, args, ok) for tool, args, ok in calls(events)] == [
         ("get_current_datetime", {"timezone": "Europe/Berlin"}, True)]
-    assert events[-1]["content"] == "In Berlin ist es jetzt Abend."
+    assert events[-1]["content"] == "Es ist 10:00 Uhr."
     confirm = agent_env.requests()[2]
     offered = [b["properties"]["tool"]["const"] for b in confirm["format"]["anyOf"]]
     assert offered == ["none", "get_current_datetime"]
