@@ -81,6 +81,15 @@ def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
     loop.run_forever()
 
 
+def streamed_on_loop(request: Any) -> bool:
+    """Whether a streamed response to ``request`` is read on an event loop (Django's ASGI handler: give it an async
+    iterator, so that each part is made off the loop) or in the request's own thread (``SyncRequests``, or WSGI: give
+    it a sync one, which that thread reads part by part; an async one it could only read to its end first)."""
+    from django.core.handlers.asgi import ASGIRequest
+
+    return isinstance(request, ASGIRequest) and not getattr(request, "navi_in_thread", False)
+
+
 def _log_failure(handed: Any) -> None:
     if not handed.cancelled() and handed.exception() is not None:
         log.warning("http_send_failed", error=repr(handed.exception()))
@@ -156,6 +165,7 @@ class SyncRequests:
         try:
             request, response = self._handler.create_request(scope, body_file)
             if request is not None:
+                request.navi_in_thread = True  # its streamed response is read here (streamed_on_loop)
                 response = self._handler.get_response(request)
             start = {"type": "http.response.start", "status": response.status_code,
                      "headers": _headers(response)}

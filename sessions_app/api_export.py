@@ -5,11 +5,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router, Status
 
 from navi_site.errors import PayloadTooLarge
+from navi_site.http_loop import streamed_on_loop
 from sessions_app import services
 from sessions_app.export import ExportContext, export_chunks, export_filename, import_session, parse_import
 from sessions_app.export.importer import max_bytes
@@ -42,7 +42,7 @@ def export_session(request: HttpRequest, session_id: str,
     ctx = ExportContext(session=session, todo=list(ports.todo().read(str(session.id))),
                         events=last_turn_events(str(session.id)) if format == "json" else None)
     chunks = export_chunks(ctx, format)
-    content = _aiter(chunks) if isinstance(request, ASGIRequest) else (c.encode() for c in chunks)
+    content = _aiter(chunks) if streamed_on_loop(request) else (c.encode() for c in chunks)
     response = StreamingHttpResponse(content, content_type=CONTENT_TYPES[format])
     response["Content-Disposition"] = f'attachment; filename="{export_filename(session, format)}"'
     response["X-Content-Type-Options"] = "nosniff"

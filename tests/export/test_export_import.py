@@ -224,6 +224,65 @@ async def test_a_long_export_streams_page_by_page_under_asgi(user) -> None:
     assert [m["seq"] for m in doc["messages"]] == list(range(1, 2 * PAGE + 51))
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_the_served_export_streams_too_not_rendered_whole_first(user) -> None:
+    """As served (navi_site.asgi: a sync view's request is handled whole in a worker thread, SyncRequests), the
+    export was an async iterator that the thread could only read to its end before sending anything (Django warned
+    "StreamingHttpResponse must consume asynchronous iterators"): the whole session rendered in memory first."""
+    import asyncio
+    import warnings
+
+    from asgiref.sync import sync_to_async
+
+    from navi_site.asgi import application
+    from sessions_app.export.reader import PAGE
+    from tests.support.users import token_for
+
+    def seed() -> tuple[Session, str]:
+        session = services.session_create(owner=user, title="long")
+        Message.objects.bulk_create([Message(session=session, seq=i, role="user", content=f"line {i}")
+                                     for i in range(1, 2 * PAGE + 51)])
+        Session.objects.filter(pk=session.pk).update(next_seq=2 * PAGE + 51)
+        return session, token_for(user)
+
+    session, token = await sync_to_async(seed)()
+    path = f"/sessions/{session.id}/export"
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"format=json",
+             "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode())],
+             "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        await application(scope, _first(receive), send)
+    assert not [w for w in seen if "iterators" in str(w.message)], [str(w.message) for w in seen]
+    assert sent[0]["status"] == 200
+    parts = [m["body"] for m in sent[1:] if m.get("body")]
+    assert len(parts) == 1 + 3 + 1  # head, three pages, tail: sent as each was rendered
+    doc = json.loads(b"".join(parts))
+    assert [m["seq"] for m in doc["messages"]] == list(range(1, 2 * PAGE + 51))
+
+
+def _first(then):
+    """An ASGI receive: the request (no body), then ``then``."""
+    given = []
+
+    async def receive() -> dict:
+        if not given:
+            given.append(True)
+            return {"type": "http.request", "body": b""}
+        return await then()
+    return receive
+
+
 def test_an_imported_edited_exchange_is_one_version_and_the_plan_comes_back(api, user) -> None:
     """The export holds the shown version of an edited exchange; its metadata named the other
     versions by their old numbers. The copy is renumbered, so it has one version, no switcher, and
