@@ -45,7 +45,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.realmodel.scenarios import (
@@ -422,6 +422,60 @@ def _recall(env: Env, sid: str) -> dict[str, Any] | None:
     return recall if recall and recall.get("id") else None
 
 
+_ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+_CLOCK_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?:\s*([ap])\.?m\b\.?)?(?![\d:])", re.IGNORECASE)
+_OFFSET = re.compile(r"\A([+-])(\d{2}):?(\d{2})\Z")
+
+
+def misstated_times(answer: str, due: list[datetime], now: datetime, offsets: list[str] = ()) -> list[str]:
+    """The clock times ``answer`` states that are not the reminder's: the first one stated (not ``now``) must be its
+    first firing (``due[0]``), any later one one of ``due``; read in UTC or in an offset the call gave ("+01:00"), a
+    minute either way (from round 30: the 1.5B told the user an hourly reminder "will fire at 20:00" when it was first
+    due at 18:00 UTC)."""
+    shifts = [timedelta(0)]
+    for offset in offsets:
+        parts = _OFFSET.match(offset.strip())
+        if parts:
+            shifts.append((1 if parts.group(1) == "+" else -1) * timedelta(hours=int(parts.group(2)),
+                                                                            minutes=int(parts.group(3))))
+
+    def clock(moments: list[datetime]) -> set[int]:
+        return {(m + shift).hour * 60 + (m + shift).minute for m in moments for shift in shifts}
+
+    stated: list[tuple[int, str, Callable[[list[datetime]], bool]]] = []
+    for match in _ISO_TIME.finditer(answer):
+        when = datetime.fromisoformat(match.group().replace("Z", "+00:00").replace(" ", "T"))
+        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+        stated.append((match.start(), match.group(),
+                       lambda moments, when=when: any(abs((when - m).total_seconds()) <= 90 for m in moments)))
+    blanked = _ISO_TIME.sub(lambda m: " " * len(m.group()), answer)
+    for match in _CLOCK_TIME.finditer(blanked):
+        hour, minute, half = int(match.group(1)), int(match.group(2)), (match.group(3) or "").lower()
+        if hour > 23 or minute > 59 or (half and not 1 <= hour <= 12):
+            continue
+        at = (hour % 12 + (12 if half == "p" else 0) if half else hour) * 60 + minute
+        stated.append((match.start(), match.group().strip().rstrip("."),
+                       lambda moments, at=at: any(min(abs(at - c), 1440 - abs(at - c)) <= 1 for c in clock(moments))))
+    wrong, first = [], True
+    for _, text, matches in sorted(stated, key=lambda item: item[0]):
+        if matches([now]):
+            continue
+        if not matches(due[:1] if first else due):
+            wrong.append(text)
+        first = False
+    return wrong
+
+
+def _times_right(t: Turn, recall: dict[str, Any], asked: datetime) -> tuple[bool, str]:
+    """A time the answer states is the reminder's (``misstated_times``): its firings for a day, or the time asked."""
+    first = datetime.fromisoformat(recall["trigger_at"])
+    step = timedelta(seconds=recall.get("interval_seconds") or 0)
+    due = [first + n * step for n in range(25 if step else 1)]
+    offsets = [c["args"].get("timezone_offset") for c in t.calls("schedule_recall") if isinstance(c.get("args"), dict)]
+    wrong = misstated_times(t.final, due, asked, [o for o in offsets if isinstance(o, str)])
+    return not wrong, f"the answer says {wrong[0] if wrong else ''!r}; the reminder is due {first:%H:%M} UTC"
+
+
 async def remind_once(env: Env, text: str) -> Outcome:
     start = _clock()
     sid = new_session(env, "reminder")
@@ -436,7 +490,7 @@ async def remind_once(env: Env, text: str) -> Outcome:
     return verdict(start, [(recall.get("call_type") == "once", f"a {recall.get('call_type')} recall"),
                            (2.0 <= minutes <= 5.0, f"due in {minutes:.1f} min"),
                            ("stretch" in said, f"the instruction {said[:80]!r} lacks 'stretch'"),
-                           says(t, "stretch", "remind")],
+                           _times_right(t, recall, asked), says(t, "stretch", "remind")],
                    t, allowed=frozenset({"schedule_recall"}))
 
 
@@ -457,7 +511,7 @@ async def remind_every(env: Env, text: str) -> Outcome:
                            # the first reminder within one interval (and a margin) of asking (from round 30)
                            (-1 <= first <= interval / 60 + 15, f"the first reminder only in {first:.0f} min"),
                            ("water" in said, f"the instruction {said[:80]!r} lacks 'water'"),
-                           says(t, "water", "remind")],
+                           _times_right(t, recall, asked), says(t, "water", "remind")],
                    t, allowed=frozenset({"schedule_recall"}))
 
 

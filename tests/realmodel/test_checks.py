@@ -110,3 +110,24 @@ def test_a_file_changed_by_a_task_that_only_reads_is_an_unrequested_side_effect(
     assert _done(0.0, True, "ok", wrote, allowed=frozenset({"spawn_agent", "filesystem", READING})).ok
     outcome = _done(0.0, True, "ok", reads)  # a greeting that read a file
     assert not outcome.ok and "filesystem (reading)" in outcome.detail
+
+
+def test_a_reminder_time_the_answer_states_must_be_the_reminders() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tests.realmodel.broad import misstated_times
+
+    now = datetime(2026, 12, 2, 17, 42, tzinfo=UTC)
+    due = [datetime(2026, 12, 2, 18, 0, tzinfo=UTC) + n * timedelta(hours=1) for n in range(25)]
+    said = "I have set a reminder every hour. The reminder will fire at 20:00 on Wednesday, December 2nd, 2026 (UTC)."
+    assert misstated_times(said, due[:1], now) == ["20:00"]  # fresh23, the 1.5B: due at 18:00
+    assert misstated_times("First at 18:00, then 19:00 and 20:00.", due, now) == []
+    assert misstated_times("Due at 7:00 pm your time (+01:00); it is 18:42 there now.", due, now, ["+01:00"]) == []
+    assert misstated_times("Due at 2026-12-02T18:00:00+00:00 (in 18 minutes).", due, now) == []
+    assert misstated_times("Due at 2026-12-02T19:00:00+00:00.", due[:1], now) == ["2026-12-02T19:00:00+00:00"]
+    assert misstated_times("Scheduled in 3 minutes (17:45 UTC).", [now + timedelta(minutes=3)], now) == []
+    assert misstated_times("Scheduled for 5:45 pm.", [now + timedelta(minutes=3)], now) == []
+    assert misstated_times("Scheduled for 6:45 pm.", [now + timedelta(minutes=3)], now) == ["6:45 pm"]
+    # the first time stated is the first firing: a later one said as "will fire at" misleads
+    assert misstated_times(said, due, now) == ["20:00"]
+    assert misstated_times("It is 17:42; the first is at 18:00, the next at 19:00.", due, now) == []
