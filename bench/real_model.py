@@ -5,8 +5,8 @@
     .venv/bin/python bench/real_model.py [--runs 3] [--tasks what_time,read_file] [--modes on,off]
                                          [--budget-minutes 50] [--json FILE]
 
-``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (600 tasks: 12
-intents × 50 phrasings, fixed halves: ``--half dev|test|fresh|fresh2|...|fresh23|both|all``, both = dev and test); ``--suite ten`` (the
+``--suite broad`` runs the broad everyday suite of ``tests/realmodel/broad.py`` (624 tasks: 12
+intents × 52 phrasings, fixed halves: ``--half dev|test|fresh|fresh2|...|fresh24|both|all``, both = dev and test); ``--suite ten`` (the
 default) the ten tasks of ``tests/realmodel/scenarios.py``. Modes: ``constrained`` (decisions
 under a schema, aids on: the shipped local_small), ``native`` (the model's own tool calls, aids
 on), ``bare`` (native, aids off), ``-<aid>`` (constrained with that one aid off, e.g. ``-doubts``: its

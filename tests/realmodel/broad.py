@@ -1,4 +1,4 @@
-"""The broad everyday suite (issue 24): 12 intents, each phrased 50 ways with different words.
+"""The broad everyday suite (issue 24): 12 intents, each phrased 52 ways with different words.
 
 Every tool of the ``local_small`` profile, memory across sessions, one-off and recurring recalls,
 reading, asking about and writing files, notes, todo, subagents, greetings and plain questions.
@@ -34,7 +34,8 @@ and round 25 **fresh17** (phrasings 37 and 38, in ``FRESH17``) after round 24 ha
 **fresh20** (phrasings 43 and 44, in ``FRESH20``) after round 27 had read fresh19, and round 29
 **fresh21** (phrasings 45 and 46, in ``FRESH21``) after round 28 had read fresh20; round 29, having read fresh21,
 added **fresh22** (phrasings 47 and 48, in ``FRESH22``) at its end and ran it once with its final code, and round 30
-**fresh23** (phrasings 49 and 50, in ``FRESH23``) after round 29 had read fresh21 and fresh22.
+**fresh23** (phrasings 49 and 50, in ``FRESH23``) after round 29 had read fresh21 and fresh22; round 30, having read
+fresh23, added **fresh24** (phrasings 51 and 52, in ``FRESH24``) at its end and ran it once with its final code.
 Distinctive values (codes, numbers,
 names) vary with the run so that no run passes on what an earlier one stored.
 """
@@ -178,7 +179,7 @@ def verdict(start: float, checks: list[tuple[bool, str]], *turns: Turn, allowed:
 @dataclass(frozen=True, slots=True)
 class Task:
     intent: str
-    phrasing: int  # 0..49 (SPLIT)
+    phrasing: int  # 0..51 (SPLIT)
     text: str  # the request; {v} is the run's distinctive value where the intent has one
     run: Callable[[Env, str], Awaitable[Outcome]]
 
@@ -196,10 +197,10 @@ SPLIT = ("dev", "dev", "test", "test", "fresh", "fresh", "fresh2", "fresh2", "fr
          "fresh10", "fresh10", "fresh11", "fresh11", "fresh12", "fresh12", "fresh13", "fresh13",
          "fresh14", "fresh14", "fresh15", "fresh15", "fresh16", "fresh16", "fresh17", "fresh17", "fresh18", "fresh18",
          "fresh19", "fresh19", "fresh20", "fresh20", "fresh21", "fresh21", "fresh22", "fresh22",
-         "fresh23", "fresh23")  # by phrasing index
+         "fresh23", "fresh23", "fresh24", "fresh24")  # by phrasing index
 HALVES = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
           "fresh10", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15", "fresh16", "fresh17", "fresh18", "fresh19",
-          "fresh20", "fresh21", "fresh22", "fresh23")
+          "fresh20", "fresh21", "fresh22", "fresh23", "fresh24")
 
 
 def _clock() -> float:
@@ -288,7 +289,10 @@ QUESTIONS = {"What is the capital of France?": ("paris",),
              "How many minutes make up a quarter of an hour?": ("15", "fifteen"),
              # the twenty-third fresh half (round 30)
              "Which planet is closest to the Sun?": ("mercury",),
-             "How many centimetres are in a metre?": ("100", "hundred")}
+             "How many centimetres are in a metre?": ("100", "hundred"),
+             # the twenty-fourth fresh half (round 30, at its end)
+             "What is the capital of Norway?": ("oslo",),
+             "How many zeros are in one thousand?": ("3", "three")}
 
 
 def mentions(answer: str, want: str) -> bool:
@@ -1127,9 +1131,28 @@ FRESH23: dict[str, tuple[str, str]] = {
                  "Use a helper agent: I want the magic number from facts.txt."),
 }
 
+# Round 30's second held-out phrasings: written at the end of round 30, after it had read fresh23, and run once with
+# round 30's final code, before anything was changed on what they show.
+FRESH24: dict[str, tuple[str, str]] = {
+    "greeting": ("Good afternoon! Anything fun happening today, Navi?", "Hallo Navi, glad you're around. How's it going?"),
+    "plain_question": ("What is the capital of Norway?", "How many zeros are in one thousand?"),
+    "date_time": ("Today's date - could you give it to me?", "I need the time - what does your clock say right now?"),
+    "read_file": ("What's the codename? It's somewhere in project.txt.", "Can you check project.txt and give me the codename from it?"),
+    "file_question": ("According to report.txt, who is its author?", "report.txt: who wrote this one?"),
+    "write_file": ("Set up shopping.txt with milk, eggs and bread - each gets its own line.",
+                   "I'd like a file called shopping.txt: first line milk, then eggs, then bread."),
+    "note": ("Make a note that the plumber must be rung about invoice {v}.", "Quick note for later: plumber, invoice {v}, give them a call."),
+    "remember": ("Please hold on to this: {v} is my server's name.", "My server has a name - {v}. Keep that in mind for the future."),
+    "remind_once": ("In 3 minutes, tell me it's time to stretch my legs.", "Three minutes on, I'll need reminding to stretch my legs - can you?"),
+    "remind_every": ("Drinking water - please remind me of it every hour.", "From now on, an hourly nudge to drink water would be great."),
+    "todo": ("Set up my todo list: buy stamps, then post the letter.", "To-do for today: buy stamps and afterwards post the letter."),
+    "subagent": ("Delegate to a subagent: facts.txt has a magic number, I want it.",
+                 "A helper agent should read facts.txt and tell me the magic number."),
+}
+
 HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11,
             FRESH12, FRESH13, FRESH14, FRESH15, FRESH16, FRESH17, FRESH18, FRESH19, FRESH20,
-            FRESH21, FRESH22, FRESH23)  # phrasings 5 and 6 on, in SPLIT's order
+            FRESH21, FRESH22, FRESH23, FRESH24)  # phrasings 5 and 6 on, in SPLIT's order
 
 TASKS: list[Task] = [Task(intent=intent, phrasing=i, text=text, run=run)
                      for intent, (run, texts) in PHRASINGS.items()
